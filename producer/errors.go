@@ -1,0 +1,96 @@
+package producer
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+var (
+	// ErrClosed is returned when a message is handed to a closed (or
+	// closing) Producer, and for messages still pending when Close could
+	// not deliver them.
+	ErrClosed = errors.New("producer: closed")
+
+	// ErrNoTopic is returned by New when no Topic option was given.
+	ErrNoTopic = errors.New("producer: no topic")
+
+	// ErrBadOption is returned by New when an option has a value it cannot
+	// use; the error names the option.
+	ErrBadOption = errors.New("producer: bad option")
+
+	// ErrBadTopology is returned by New when the topology does not validate.
+	ErrBadTopology = errors.New("producer: bad topology")
+
+	// ErrConnect is returned by New when a cluster could not be reached or
+	// its producers could not be created; the *ClusterError names the cluster.
+	ErrConnect = errors.New("producer: cannot connect")
+
+	// ErrSendTimeout is returned when the broker did not acknowledge a
+	// message within the send timeout.
+	ErrSendTimeout = errors.New("producer: send timeout")
+
+	// ErrMessageTooLarge is returned when a message is larger than the
+	// broker's maximum message size.
+	ErrMessageTooLarge = errors.New("producer: message too large")
+
+	// ErrNilMessage is returned when a nil *Message is handed over.
+	ErrNilMessage = errors.New("producer: nil message")
+)
+
+// SendError is the outcome of one message that failed. It names where the
+// message was routed. Unwrap yields the matching sentinel (if any) and the
+// cause, so errors.Is works for both.
+type SendError struct {
+	Key       string
+	Cluster   string
+	Partition int
+	// Err is the sentinel that classifies the failure, or nil.
+	Err error
+	// Cause is the underlying error (from pulsar-client-go or the ctx).
+	Cause error
+}
+
+func (e *SendError) Error() string {
+	var msg string
+	switch {
+	case e.Err != nil && e.Cause != nil && e.Err != e.Cause:
+		msg = e.Err.Error() + ": " + e.Cause.Error()
+	case e.Err != nil:
+		msg = e.Err.Error()
+	case e.Cause != nil:
+		msg = "producer: " + e.Cause.Error()
+	default:
+		msg = "producer: send failed"
+	}
+	where := " (key " + strconv.Quote(e.Key)
+	if e.Cluster != "" {
+		where += ", cluster " + strconv.Quote(e.Cluster) + ", partition " + strconv.Itoa(e.Partition)
+	}
+	return msg + where + ")"
+}
+
+// Unwrap returns the sentinel and the cause.
+func (e *SendError) Unwrap() []error {
+	switch {
+	case e.Err == nil:
+		return []error{e.Cause}
+	case e.Cause == nil:
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.Cause}
+}
+
+// ClusterError is an error that concerns a whole cluster (connecting,
+// flushing, closing).
+type ClusterError struct {
+	Cluster string
+	Op      string
+	Err     error
+}
+
+func (e *ClusterError) Error() string {
+	return fmt.Sprintf("producer: cluster %q: %s: %v", e.Cluster, e.Op, e.Err)
+}
+
+func (e *ClusterError) Unwrap() error { return e.Err }

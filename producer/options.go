@@ -1,0 +1,146 @@
+package producer
+
+import (
+	"fmt"
+	"time"
+)
+
+// Codec is a Pulsar compression codec.
+type Codec int
+
+// Codecs. LZ4 is the default.
+const (
+	LZ4 Codec = iota
+	NoCompression
+	ZLib
+	ZSTD
+)
+
+func (c Codec) String() string {
+	switch c {
+	case LZ4:
+		return "lz4"
+	case NoCompression:
+		return "none"
+	case ZLib:
+		return "zlib"
+	case ZSTD:
+		return "zstd"
+	}
+	return fmt.Sprintf("Codec(%d)", int(c))
+}
+
+// ParseCodec parses "lz4", "none", "zlib" or "zstd".
+func ParseCodec(s string) (Codec, error) {
+	for _, c := range []Codec{LZ4, NoCompression, ZLib, ZSTD} {
+		if c.String() == s {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown codec %q (want lz4, none, zlib or zstd)", ErrBadOption, s)
+}
+
+// Defaults for options that are not given.
+const (
+	DefaultBatchMaxMessages   = 1000
+	DefaultBatchMaxBytes      = 128 << 10
+	DefaultLinger             = 10 * time.Millisecond
+	DefaultMaxPendingMessages = 50_000
+	DefaultMemoryLimit        = 256 << 20
+	DefaultSendTimeout        = 30 * time.Second
+)
+
+// cfg is the validated configuration of a Producer.
+type cfg struct {
+	topic            string
+	batching         bool
+	batchMaxMessages int
+	batchMaxBytes    int
+	linger           time.Duration
+	codec            Codec
+	maxPending       int
+	memoryLimit      int64
+	sendTimeout      time.Duration
+	connect          connector
+}
+
+func defaultCfg() cfg {
+	return cfg{
+		batching:         true,
+		batchMaxMessages: DefaultBatchMaxMessages,
+		batchMaxBytes:    DefaultBatchMaxBytes,
+		linger:           DefaultLinger,
+		codec:            LZ4,
+		maxPending:       DefaultMaxPendingMessages,
+		memoryLimit:      DefaultMemoryLimit,
+		sendTimeout:      DefaultSendTimeout,
+		connect:          pulsarConnector{},
+	}
+}
+
+func (c *cfg) validate() error {
+	bad := func(opt string, v any, want string) error {
+		return fmt.Errorf("%w: %s(%v): %s", ErrBadOption, opt, v, want)
+	}
+	switch {
+	case c.topic == "":
+		return ErrNoTopic
+	case c.batchMaxMessages < 1:
+		return bad("BatchMaxMessages", c.batchMaxMessages, "must be >= 1")
+	case c.batchMaxBytes < 1:
+		return bad("BatchMaxBytes", c.batchMaxBytes, "must be >= 1")
+	case c.linger <= 0:
+		return bad("Linger", c.linger, "must be > 0")
+	case c.codec < LZ4 || c.codec > ZSTD:
+		return bad("Compression", c.codec, "unknown codec")
+	case c.maxPending < 1:
+		return bad("MaxPendingMessages", c.maxPending, "must be >= 1")
+	case c.memoryLimit < 1:
+		return bad("MemoryLimit", c.memoryLimit, "must be >= 1")
+	case c.sendTimeout <= 0:
+		return bad("SendTimeout", c.sendTimeout, "must be > 0")
+	}
+	return nil
+}
+
+// Opt configures a Producer.
+type Opt interface{ apply(*cfg) }
+
+type optFunc func(*cfg)
+
+func (f optFunc) apply(c *cfg) { f(c) }
+
+// Topic sets the topic to produce to on every cluster (required), e.g.
+// "persistent://public/default/events". A partitioned topic must have been
+// created on each cluster beforehand; the partition count is read at New.
+func Topic(name string) Opt { return optFunc(func(c *cfg) { c.topic = name }) }
+
+// Batching turns batching on (the default) or off. With batching on, Send
+// still flushes its message's batch at once, so it does not wait for Linger.
+func Batching(on bool) Opt { return optFunc(func(c *cfg) { c.batching = on }) }
+
+// BatchMaxMessages caps the messages in one batch (default 1000).
+func BatchMaxMessages(n int) Opt { return optFunc(func(c *cfg) { c.batchMaxMessages = n }) }
+
+// BatchMaxBytes caps the bytes in one batch (default 128 KiB).
+func BatchMaxBytes(n int) Opt { return optFunc(func(c *cfg) { c.batchMaxBytes = n }) }
+
+// Linger is how long a batch may wait for more messages (default 10ms).
+func Linger(d time.Duration) Opt { return optFunc(func(c *cfg) { c.linger = d }) }
+
+// Compression sets the codec (default LZ4).
+func Compression(codec Codec) Opt { return optFunc(func(c *cfg) { c.codec = codec }) }
+
+// MaxPendingMessages bounds the messages accepted but not yet reported,
+// across all clusters (default 50,000). Each cluster gets a share by weight.
+func MaxPendingMessages(n int) Opt { return optFunc(func(c *cfg) { c.maxPending = n }) }
+
+// MemoryLimit bounds the bytes (keys, values and properties) of messages
+// accepted but not yet reported, across all clusters (default 256 MiB). Each
+// cluster gets a share by weight.
+func MemoryLimit(bytes int64) Opt { return optFunc(func(c *cfg) { c.memoryLimit = bytes }) }
+
+// SendTimeout bounds the time from accepting a message to its broker
+// acknowledgement (default 30s); past it the message fails with
+// ErrSendTimeout.
+func SendTimeout(d time.Duration) Opt { return optFunc(func(c *cfg) { c.sendTimeout = d }) }

@@ -1,0 +1,136 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// cost is what a message holds of the memory limit.
+func cost(m *Message) int64 {
+	n := len(m.Key) + len(m.Value)
+	for k, v := range m.Properties {
+		n += len(k) + len(v)
+	}
+	return int64(n)
+}
+
+func toPulsar(pm *pulsar.ProducerMessage, m *Message) {
+	pm.Key = m.Key
+	pm.Payload = m.Value
+	pm.Properties = m.Properties
+	pm.EventTime = m.EventTime
+}
+
+// Send writes msg and waits for the broker's acknowledgement. ctx bounds the
+// whole call: waiting for buffer space, the write and the ack. If ctx ends
+// after the message was handed to its partition's writer, Send returns an
+// error matching ctx.Err() and the message may still be written. Send
+// flushes the partition's current batch, so it does not wait for Linger;
+// the messages of that partition handed over before it are written before it.
+func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
+	if msg == nil {
+		return ID{}, &SendError{Err: ErrNilMessage}
+	}
+	if !p.enter() {
+		return ID{}, &SendError{Key: msg.Key, Err: ErrClosed}
+	}
+	defer p.leave()
+	c, pt := p.route(msg.Key)
+	n := cost(msg)
+	if err := c.budget.acquire(ctx, n, p.done); err != nil {
+		return ID{}, c.sendError(ctx, msg.Key, pt.idx, err)
+	}
+	var pm pulsar.ProducerMessage
+	toPulsar(&pm, msg)
+	mid, err := pt.w.Send(ctx, &pm)
+	c.budget.release(1, n)
+	if err != nil {
+		return ID{}, c.sendError(ctx, msg.Key, pt.idx, err)
+	}
+	return ID{Cluster: c.name, Partition: pt.idx, MessageID: mid}, nil
+}
+
+// SendAsync hands msg to its partition's writer, which batches it, and
+// returns; cb (which may be nil) gets the outcome exactly once. ctx bounds
+// only the hand-over: waiting for buffer space when the cluster's share is
+// full. Once accepted, the message is bounded by the send timeout. When the
+// hand-over fails (nil or closed producer, ctx ended), cb runs on the
+// caller's goroutine before SendAsync returns.
+func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
+	if msg == nil {
+		if cb != nil {
+			cb(ID{}, nil, &SendError{Err: ErrNilMessage})
+		}
+		return
+	}
+	if !p.enter() {
+		if cb != nil {
+			cb(ID{}, msg, &SendError{Key: msg.Key, Err: ErrClosed})
+		}
+		return
+	}
+	c, pt := p.route(msg.Key)
+	n := cost(msg)
+	if err := c.budget.acquire(ctx, n, p.done); err != nil {
+		p.leave()
+		if cb != nil {
+			cb(ID{}, msg, c.sendError(ctx, msg.Key, pt.idx, err))
+		}
+		return
+	}
+	f := &inflight{ctx: ctx, msg: msg, cb: cb, c: c, part: pt, cost: n}
+	toPulsar(&f.pm, msg)
+	pt.link(f)
+	pt.w.SendAsync(ctx, &f.pm, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+		c.complete(f, id, err)
+	})
+	p.leave()
+}
+
+// Flush writes every batch and waits until every message handed over before
+// the call has its outcome and its callback has returned. ctx bounds the
+// wait. Errors name the clusters that did not finish.
+func (p *Producer) Flush(ctx context.Context) error {
+	if !p.enter() {
+		return ErrClosed
+	}
+	defer p.leave()
+	if err := p.flushWriters(ctx); err != nil {
+		return err
+	}
+	for _, c := range p.clusters {
+		select {
+		case <-c.disp.barrier():
+		case <-ctx.Done():
+			return &ClusterError{Cluster: c.name, Op: "flush", Err: ctx.Err()}
+		}
+	}
+	return nil
+}
+
+// flushWriters flushes every partition writer of every cluster in parallel.
+func (p *Producer) flushWriters(ctx context.Context) error {
+	errs := make([][]error, len(p.clusters))
+	var wg sync.WaitGroup
+	for i, c := range p.clusters {
+		errs[i] = make([]error, len(c.parts))
+		for j, pt := range c.parts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i][j] = pt.w.FlushWithCtx(ctx)
+			}()
+		}
+	}
+	wg.Wait()
+	var all []error
+	for i, perPart := range errs {
+		if err := errors.Join(perPart...); err != nil {
+			all = append(all, &ClusterError{Cluster: p.clusters[i].name, Op: "flush", Err: err})
+		}
+	}
+	return errors.Join(all...)
+}
