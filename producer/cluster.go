@@ -13,6 +13,8 @@ import (
 // buffer limits and its callback goroutine.
 type cluster struct {
 	name   string
+	url    string   // service URL, for observers
+	obs    Observer // nil when not observed
 	parts  []*partition
 	budget *budget
 	disp   *dispatcher
@@ -46,6 +48,7 @@ type inflight struct {
 
 	id  pulsar.MessageID
 	err error
+	ev  *Event // non-nil when observed
 
 	barrier chan struct{} // non-nil for a dispatcher barrier (not a message)
 }
@@ -88,6 +91,9 @@ func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
 	f.part.unlink(f)
 	f.id, f.err = id, err
 	if f.cb == nil {
+		if f.ev != nil {
+			c.outcome(f)
+		}
 		c.budget.release(1, f.cost)
 		return
 	}
@@ -111,13 +117,26 @@ func (c *cluster) sweep(err error) {
 	}
 }
 
-// report runs f's callback.
-func (c *cluster) report(f *inflight) {
+// outcome turns f's result into an ID or error and tells the observer.
+func (c *cluster) outcome(f *inflight) (ID, error) {
+	var id ID
+	var err error
 	if f.err != nil {
-		f.cb(ID{}, f.msg, c.sendError(f.ctx, f.msg.Key, f.part.idx, f.err))
-		return
+		err = c.sendError(f.ctx, f.msg.Key, f.part.idx, f.err)
+	} else {
+		id = ID{Cluster: c.name, Partition: f.part.idx, MessageID: f.id}
 	}
-	f.cb(ID{Cluster: c.name, Partition: f.part.idx, MessageID: f.id}, f.msg, nil)
+	if f.ev != nil {
+		f.ev.ID, f.ev.Err = id, err
+		c.obs.OnDone(f.ev)
+	}
+	return id, err
+}
+
+// report tells the observer and runs f's callback.
+func (c *cluster) report(f *inflight) {
+	id, err := c.outcome(f)
+	f.cb(id, f.msg, err)
 }
 
 // sendError classifies err from pulsar-client-go (or the SDK) for a message.

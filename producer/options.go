@@ -2,6 +2,7 @@ package producer
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -62,6 +63,8 @@ type cfg struct {
 	memoryLimit      int64
 	sendTimeout      time.Duration
 	connect          connector
+	observer         Observer
+	logger           *slog.Logger
 }
 
 func defaultCfg() cfg {
@@ -144,3 +147,7 @@ func MemoryLimit(bytes int64) Opt { return optFunc(func(c *cfg) { c.memoryLimit 
 // acknowledgement (default 30s); past it the message fails with
 // ErrSendTimeout.
 func SendTimeout(d time.Duration) Opt { return optFunc(func(c *cfg) { c.sendTimeout = d }) }
+
+// Logger routes the Producer's logs and pulsar-client-go's logs to l (see
+// the plugin/kzap package for zap). Without it, nothing is logged.
+func Logger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.logger = l }) }

@@ -76,7 +76,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		share := cl.Weight / weightSum
 		maxMsgs := int64(max(1, math.Round(float64(c.maxPending)*share)))
 		maxBytes := int64(max(1, math.Round(float64(c.memoryLimit)*share)))
-		p.clusters[i] = &cluster{name: cl.Name, budget: newBudget(maxMsgs, maxBytes)}
+		p.clusters[i] = &cluster{name: cl.Name, url: cl.ServiceURL, obs: c.observer, budget: newBudget(maxMsgs, maxBytes)}
 		wc := writerConfig{
 			topic:            c.topic,
 			batching:         c.batching,
@@ -87,6 +87,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 			maxPending:       int(maxMsgs),
 			memoryLimit:      maxBytes,
 			sendTimeout:      int64(c.sendTimeout),
+			logger:           c.logger,
 		}
 		wg.Add(1)
 		go func() {

@@ -28,8 +28,9 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 		return nil, err
 	}
 	opts.MemoryLimitBytes = wc.memoryLimit
-	if opts.Logger == nil {
-		opts.Logger = plog.DefaultNopLogger()
+	opts.Logger = plog.DefaultNopLogger()
+	if wc.logger != nil {
+		opts.Logger = plog.NewLoggerWithSlog(wc.logger.With("cluster", cl.Name))
 	}
 	client, err := pulsar.NewClient(opts)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
@@ -17,11 +18,34 @@ func cost(m *Message) int64 {
 	return int64(n)
 }
 
-func toPulsar(pm *pulsar.ProducerMessage, m *Message) {
+func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) {
 	pm.Key = m.Key
 	pm.Payload = m.Value
-	pm.Properties = m.Properties
+	pm.Properties = props
 	pm.EventTime = m.EventTime
+}
+
+// observe starts an Event for msg when there is an observer; it returns the
+// properties to send.
+func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition, msg *Message, n int64) (*Event, map[string]string) {
+	if c.obs == nil {
+		return nil, msg.Properties
+	}
+	ev := &Event{Op: op, Topic: p.cfg.topic, Cluster: c.name, Partition: pt.idx, ServiceURL: c.url,
+		Key: msg.Key, Bytes: n, Start: time.Now()}
+	if props := c.obs.OnStart(ctx, ev); props != nil {
+		return ev, props
+	}
+	return ev, msg.Properties
+}
+
+// fail reports an error that happened before the writer took the message.
+func (c *cluster) fail(ev *Event, err error) error {
+	if ev != nil {
+		ev.Err = err
+		c.obs.OnDone(ev)
+	}
+	return err
 }
 
 // Send writes msg and waits for the broker's acknowledgement. ctx bounds the
@@ -40,17 +64,23 @@ func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
 	defer p.leave()
 	c, pt := p.route(msg.Key)
 	n := cost(msg)
+	ev, props := p.observe(ctx, OpSend, c, pt, msg, n)
 	if err := c.budget.acquire(ctx, n, p.done); err != nil {
-		return ID{}, c.sendError(ctx, msg.Key, pt.idx, err)
+		return ID{}, c.fail(ev, c.sendError(ctx, msg.Key, pt.idx, err))
 	}
-	var pm pulsar.ProducerMessage
-	toPulsar(&pm, msg)
-	mid, err := pt.w.Send(ctx, &pm)
+	pm := &pulsar.ProducerMessage{}
+	toPulsar(pm, msg, props)
+	mid, err := pt.w.Send(ctx, pm)
 	c.budget.release(1, n)
 	if err != nil {
-		return ID{}, c.sendError(ctx, msg.Key, pt.idx, err)
+		return ID{}, c.fail(ev, c.sendError(ctx, msg.Key, pt.idx, err))
 	}
-	return ID{Cluster: c.name, Partition: pt.idx, MessageID: mid}, nil
+	id := ID{Cluster: c.name, Partition: pt.idx, MessageID: mid}
+	if ev != nil {
+		ev.ID = id
+		c.obs.OnDone(ev)
+	}
+	return id, nil
 }
 
 // SendAsync hands msg to its partition's writer, which batches it, and
@@ -74,15 +104,17 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 	}
 	c, pt := p.route(msg.Key)
 	n := cost(msg)
+	ev, props := p.observe(ctx, OpSendAsync, c, pt, msg, n)
 	if err := c.budget.acquire(ctx, n, p.done); err != nil {
 		p.leave()
+		err = c.fail(ev, c.sendError(ctx, msg.Key, pt.idx, err))
 		if cb != nil {
-			cb(ID{}, msg, c.sendError(ctx, msg.Key, pt.idx, err))
+			cb(ID{}, msg, err)
 		}
 		return
 	}
-	f := &inflight{ctx: ctx, msg: msg, cb: cb, c: c, part: pt, cost: n}
-	toPulsar(&f.pm, msg)
+	f := &inflight{ctx: ctx, msg: msg, cb: cb, c: c, part: pt, cost: n, ev: ev}
+	toPulsar(&f.pm, msg, props)
 	pt.link(f)
 	pt.w.SendAsync(ctx, &f.pm, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 		c.complete(f, id, err)

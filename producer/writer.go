@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
@@ -36,6 +37,7 @@ type writerConfig struct {
 	maxPending       int   // the cluster's share; per-partition queues never bind first
 	memoryLimit      int64 // the cluster's share
 	sendTimeout      int64 // nanoseconds
+	logger           *slog.Logger // nil: no logs
 }
 
 // connector opens one cluster.

@@ -1,0 +1,62 @@
+package producer
+
+import (
+	"context"
+	"time"
+)
+
+// Op is the kind of send.
+type Op uint8
+
+// Ops.
+const (
+	OpSend      Op = iota // Send: waits for the ack
+	OpSendAsync           // SendAsync: batched, outcome by callback
+)
+
+func (o Op) String() string {
+	if o == OpSend {
+		return "send"
+	}
+	return "send_async"
+}
+
+// Event describes one message's trip through the Producer, for observers.
+type Event struct {
+	Op        Op
+	Topic     string
+	Cluster   string
+	Partition int
+	// ServiceURL is the cluster's service URL.
+	ServiceURL string
+	Key        string
+	// Bytes is what the message holds of the memory limit.
+	Bytes int64
+	// Start is when the message was handed over.
+	Start time.Time
+
+	// Outcome, set before OnDone.
+	ID  ID
+	Err error
+
+	// Token is the observer's own: OnStart may set it, OnDone reads it.
+	Token any
+}
+
+// Observer sees every routed message: OnStart when it is handed over, and
+// OnDone exactly once with its outcome. Both run on hot paths and must be
+// safe for concurrent use, fast, and never block: OnDone runs on the
+// cluster's callback goroutine (before the message's callback) or, for
+// SendAsync without a callback, on the goroutine pulsar-client-go reports on.
+//
+// OnStart may return properties to send instead of the message's own (for
+// trace context propagation); it must not modify the message's map. It
+// returns nil to keep the message's properties.
+type Observer interface {
+	OnStart(ctx context.Context, ev *Event) map[string]string
+	OnDone(ev *Event)
+}
+
+// Observe sets the observer (see the plugin/kotel package for
+// OpenTelemetry). A later Observe replaces an earlier one; nil removes it.
+func Observe(o Observer) Opt { return optFunc(func(c *cfg) { c.observer = o }) }
