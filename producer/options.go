@@ -65,6 +65,7 @@ type cfg struct {
 	connect          connector
 	observer         Observer
 	logger           *slog.Logger
+	transactions     bool
 }
 
 func defaultCfg() cfg {
@@ -151,3 +152,7 @@ func SendTimeout(d time.Duration) Opt { return optFunc(func(c *cfg) { c.sendTime
 // Logger routes the Producer's logs and pulsar-client-go's logs to l (see
 // the plugin/kzap package for zap). Without it, nothing is logged.
 func Logger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.logger = l }) }
+
+// Transactions enables Pulsar transactions on every cluster's client (off by
+// default); the transaction helpers need it.
+func Transactions(on bool) Opt { return optFunc(func(c *cfg) { c.transactions = on }) }

@@ -88,6 +88,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 			memoryLimit:      maxBytes,
 			sendTimeout:      int64(c.sendTimeout),
 			logger:           c.logger,
+			transactions:     c.transactions,
 		}
 		wg.Add(1)
 		go func() {

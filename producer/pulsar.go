@@ -28,6 +28,7 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 		return nil, err
 	}
 	opts.MemoryLimitBytes = wc.memoryLimit
+	opts.EnableTransaction = wc.transactions
 	opts.Logger = plog.DefaultNopLogger()
 	if wc.logger != nil {
 		opts.Logger = plog.NewLoggerWithSlog(wc.logger.With("cluster", cl.Name))
@@ -41,7 +42,11 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 		client.Close()
 		return nil, err
 	}
-	return &link{writers: writers, close: client.Close}, nil
+	l := &link{writers: writers, close: client.Close}
+	if wc.transactions {
+		l.newTxn = client.NewTransaction
+	}
+	return l, nil
 }
 
 // openWriters creates one producer per partition. pulsar-client-go's calls

@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
@@ -24,6 +25,9 @@ type writer interface {
 type link struct {
 	writers []writer
 	close   func()
+	// newTxn begins a Pulsar transaction on the cluster; nil when the
+	// cluster's client has transactions off.
+	newTxn func(timeout time.Duration) (pulsar.Transaction, error)
 }
 
 // writerConfig is what a connector needs to open a cluster's writers.
@@ -38,6 +42,7 @@ type writerConfig struct {
 	memoryLimit      int64 // the cluster's share
 	sendTimeout      int64 // nanoseconds
 	logger           *slog.Logger // nil: no logs
+	transactions     bool
 }
 
 // connector opens one cluster.
