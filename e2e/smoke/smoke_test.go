@@ -1,0 +1,204 @@
+//go:build e2e
+
+package smoke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/log"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/keyroute/keyroute/internal/admin"
+)
+
+var _ = Describe("five local clusters", Ordered, func() {
+	It("produce and consume on every cluster, on a plain and a partitioned topic", func(ctx SpecContext) {
+		for _, c := range bed.Clusters() {
+			step("produce+consume on " + c.Name)
+			plain := uniqueTopic("plain")
+			Expect(produceConsume(ctx, c.ServiceURL, plain, 10)).To(Succeed(), c.Name)
+
+			partitioned := uniqueTopic("partitioned")
+			Expect(admin.CreatePartitionedTopic(ctx, c.AdminURL, partitioned, 3)).To(Succeed(), c.Name)
+			// Creating it again with the same count is fine.
+			Expect(admin.CreatePartitionedTopic(ctx, c.AdminURL, partitioned, 3)).To(Succeed(), c.Name)
+			Expect(produceConsume(ctx, c.ServiceURL, partitioned, 30)).To(Succeed(), c.Name)
+			Expect(admin.DeleteTopic(ctx, c.AdminURL, partitioned)).To(Succeed(), c.Name)
+		}
+		step("")
+	}, SpecTimeout(5*time.Minute))
+
+	It("commits a transaction on every cluster and then delivers the message", func(ctx SpecContext) {
+		for _, c := range bed.Clusters() {
+			step("transaction on " + c.Name)
+			Expect(commitThenConsume(ctx, c.ServiceURL, uniqueTopic("txn"))).To(Succeed(), c.Name)
+		}
+		step("")
+	}, SpecTimeout(5*time.Minute))
+
+	It("keeps serving on the other four clusters when one is killed", func(ctx SpecContext) {
+		victim := bed.Clusters()[4]
+		pid := victim.PID()
+		step("kill " + victim.Name)
+		Expect(victim.Kill()).To(Succeed())
+		Expect(victim.PID()).To(BeZero())
+		Expect(errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)).To(BeTrue(), "pid %d gone", pid)
+		for _, c := range bed.Clusters()[:4] {
+			step("produce+consume on " + c.Name + " after the kill")
+			Expect(produceConsume(ctx, c.ServiceURL, uniqueTopic("survivor"), 10)).To(Succeed(), c.Name)
+		}
+		step("")
+	}, SpecTimeout(5*time.Minute))
+
+	It("restarts the killed cluster on the same ports and serves again", func(ctx SpecContext) {
+		victim := bed.Clusters()[4]
+		url := victim.ServiceURL
+		step("restart " + victim.Name)
+		Expect(victim.Restart(ctx)).To(Succeed())
+		allPIDs = append(allPIDs, victim.PID())
+		Expect(victim.ServiceURL).To(Equal(url))
+		step("produce+consume on restarted " + victim.Name)
+		Expect(produceConsume(ctx, victim.ServiceURL, uniqueTopic("restarted"), 10)).To(Succeed())
+		step("")
+	}, SpecTimeout(5*time.Minute))
+
+	It("stalls a paused cluster and serves again after resume", func(ctx SpecContext) {
+		c := bed.Clusters()[3]
+		client, err := newClient(c.ServiceURL, false)
+		Expect(err).NotTo(HaveOccurred())
+		defer client.Close()
+		producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: uniqueTopic("paused"), DisableBatching: true})
+		Expect(err).NotTo(HaveOccurred())
+		defer producer.Close()
+
+		step("pause " + c.Name)
+		Expect(c.Pause()).To(Succeed())
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err = producer.Send(sctx, &pulsar.ProducerMessage{Payload: []byte("while paused")})
+		cancel()
+		Expect(err).To(HaveOccurred(), "a paused broker must not acknowledge")
+		step("resume " + c.Name)
+		Expect(c.Resume()).To(Succeed())
+		_, err = producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("after resume")})
+		Expect(err).NotTo(HaveOccurred())
+		step("")
+	}, SpecTimeout(5*time.Minute))
+})
+
+func uniqueTopic(prefix string) string {
+	return "persistent://public/default/smoke-" + prefix + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+}
+
+func newClient(serviceURL string, txn bool) (pulsar.Client, error) {
+	return pulsar.NewClient(pulsar.ClientOptions{
+		URL:               serviceURL,
+		OperationTimeout:  30 * time.Second,
+		ConnectionTimeout: 5 * time.Second,
+		EnableTransaction: txn,
+		Logger:            log.DefaultNopLogger(),
+	})
+}
+
+// produceConsume subscribes, sends n messages and receives exactly them.
+func produceConsume(ctx context.Context, serviceURL, topic string, n int) error {
+	client, err := newClient(serviceURL, false)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	consumer, err := client.Subscribe(pulsar.ConsumerOptions{
+		Topic:                       topic,
+		SubscriptionName:            "smoke",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe %s: %w", topic, err)
+	}
+	defer consumer.Close()
+	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		return fmt.Errorf("producer %s: %w", topic, err)
+	}
+	defer producer.Close()
+	want := map[string]bool{}
+	for i := range n {
+		p := fmt.Sprintf("msg-%d", i)
+		want[p] = true
+		if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Key: p, Payload: []byte(p)}); err != nil {
+			return fmt.Errorf("send %s: %w", topic, err)
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for len(want) > 0 {
+		m, err := consumer.Receive(rctx)
+		if err != nil {
+			return fmt.Errorf("receive %s (%d missing): %w", topic, len(want), err)
+		}
+		if !want[string(m.Payload())] {
+			return fmt.Errorf("unexpected or duplicate message %q on %s", m.Payload(), topic)
+		}
+		delete(want, string(m.Payload()))
+		if err := consumer.Ack(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitThenConsume sends one message in a transaction, checks that it is
+// invisible before the commit and delivered after it.
+func commitThenConsume(ctx context.Context, serviceURL, topic string) error {
+	client, err := newClient(serviceURL, true)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	consumer, err := client.Subscribe(pulsar.ConsumerOptions{
+		Topic:                       topic,
+		SubscriptionName:            "smoke",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe %s: %w", topic, err)
+	}
+	defer consumer.Close()
+	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		return fmt.Errorf("producer %s: %w", topic, err)
+	}
+	defer producer.Close()
+	txn, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		return fmt.Errorf("new transaction: %w", err)
+	}
+	if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("in-txn"), Transaction: txn}); err != nil {
+		return fmt.Errorf("transactional send: %w", err)
+	}
+	early, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	m, err := consumer.Receive(early)
+	cancel()
+	if err == nil {
+		return fmt.Errorf("message %q visible before commit", m.Payload())
+	}
+	if err := txn.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	m, err = consumer.Receive(rctx)
+	if err != nil {
+		return fmt.Errorf("receive committed message: %w", err)
+	}
+	if string(m.Payload()) != "in-txn" {
+		return fmt.Errorf("got %q, want %q", m.Payload(), "in-txn")
+	}
+	return consumer.Ack(m)
+}

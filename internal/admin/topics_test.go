@@ -1,0 +1,147 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeAdmin serves the partitions endpoints for persistent topics.
+type fakeAdmin struct {
+	mu     sync.Mutex
+	topics map[string]int // path without /partitions -> partition count
+}
+
+func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	const suffix = "/partitions"
+	path := r.URL.Path
+	base, partitioned := path, false
+	if len(path) > len(suffix) && path[len(path)-len(suffix):] == suffix {
+		base, partitioned = path[:len(path)-len(suffix)], true
+	}
+	n, exists := f.topics[base]
+	switch {
+	case r.Method == http.MethodPut && partitioned:
+		if r.Header.Get("Content-Type") != "application/json" {
+			w.WriteHeader(http.StatusUnsupportedMediaType)
+			return
+		}
+		if exists {
+			w.WriteHeader(http.StatusConflict)
+			io.WriteString(w, `{"reason":"This topic already exists"}`)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		p, err := strconv.Atoi(string(b))
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		f.topics[base] = p
+		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodGet && partitioned:
+		io.WriteString(w, `{"partitions":`+strconv.Itoa(n)+`}`)
+	case r.Method == http.MethodDelete:
+		if !exists {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"reason":"Topic not found"}`)
+			return
+		}
+		delete(f.topics, base)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}
+}
+
+func newFake(t *testing.T) (*fakeAdmin, string) {
+	t.Helper()
+	f := &fakeAdmin{topics: map[string]int{}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, srv.URL
+}
+
+func TestParseTopic(t *testing.T) {
+	for in, want := range map[string]string{
+		"orders":                        "persistent://public/default/orders",
+		"t/ns/orders":                   "persistent://t/ns/orders",
+		"persistent://t/ns/orders":      "persistent://t/ns/orders",
+		"persistent://public/default/x": "persistent://public/default/x",
+	} {
+		got, err := parseTopic(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got.String(), in)
+	}
+	for _, in := range []string{"", "a/b", "non-persistent://t/ns/x", "t//x", "persistent://t/ns/x/y"} {
+		_, err := parseTopic(in)
+		assert.ErrorIs(t, err, ErrBadTopic, in)
+	}
+}
+
+func TestCreatePartitionedTopic(t *testing.T) {
+	f, url := newFake(t)
+	ctx := context.Background()
+	require.NoError(t, CreatePartitionedTopic(ctx, url, "persistent://public/default/orders", 5))
+	assert.Equal(t, 5, f.topics["/admin/v2/persistent/public/default/orders"])
+
+	// Same count again: success.
+	require.NoError(t, CreatePartitionedTopic(ctx, url, "orders", 5))
+
+	// Different count: a typed error naming the cluster and topic.
+	err := CreatePartitionedTopic(ctx, url, "orders", 3)
+	require.ErrorIs(t, err, ErrPartitionMismatch)
+	var aerr *Error
+	require.True(t, errors.As(err, &aerr))
+	assert.Equal(t, url, aerr.AdminURL)
+	assert.Equal(t, "persistent://public/default/orders", aerr.Topic)
+	assert.Contains(t, err.Error(), url)
+
+}
+
+func TestCreatePartitionedTopicRejectsBadInput(t *testing.T) {
+	_, url := newFake(t)
+	ctx := context.Background()
+	assert.ErrorIs(t, CreatePartitionedTopic(ctx, url, "a/b", 2), ErrBadTopic)
+	var aerr *Error
+	require.ErrorAs(t, CreatePartitionedTopic(ctx, url, "x", 0), &aerr)
+	assert.Equal(t, 0, aerr.Status)
+}
+
+func TestDeleteTopic(t *testing.T) {
+	f, url := newFake(t)
+	ctx := context.Background()
+	require.NoError(t, CreatePartitionedTopic(ctx, url, "t/ns/a", 2))
+	require.NoError(t, DeleteTopic(ctx, url, "t/ns/a"))
+	assert.Empty(t, f.topics)
+	err := DeleteTopic(ctx, url, "t/ns/a")
+	assert.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestUnreachableAdminNamesURL(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	err := CreatePartitionedTopic(context.Background(), url, "orders", 1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), url)
+	assert.Contains(t, err.Error(), "persistent://public/default/orders")
+}
+
+func TestContextCancelled(t *testing.T) {
+	_, url := newFake(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := CreatePartitionedTopic(ctx, url, "orders", 1)
+	assert.ErrorIs(t, err, context.Canceled)
+}

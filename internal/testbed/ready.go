@@ -1,0 +1,108 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/log"
+)
+
+// readyTopic receives the produce and the transactional produce that prove
+// a cluster is ready.
+const readyTopic = "persistent://public/default/keyroute-testbed-ready"
+
+// maxProbe bounds one readiness attempt; a broker still recovering its
+// transaction buffer can hang a first transactional send for ~30 s.
+const maxProbe = 40 * time.Second
+
+// waitReady returns once a real produce and a real committed transaction
+// succeed on c, retrying until ctx ends. It fails early with ErrExited when
+// the JVM dies. Errors are *ClusterError with the log tail.
+func (c *Cluster) waitReady(ctx context.Context) error {
+	p := c.current()
+	if p == nil {
+		return c.errorf("ready", ErrNotRunning)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(c.brokerPort))
+	var last error
+	pause := 200 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-p.done:
+				return c.errorf("ready", fmt.Errorf("%w: %v (last probe: %v)", ErrExited, p.err, last))
+			case <-ctx.Done():
+				return c.errorf("ready", fmt.Errorf("%w (last probe: %v)", ctx.Err(), last))
+			case <-time.After(pause):
+			}
+			pause = min(pause*3/2, time.Second) // a booting JVM is CPU-bound: probe gently
+		}
+		if p.exited() {
+			return c.errorf("ready", fmt.Errorf("%w: %v", ErrExited, p.err))
+		}
+		// A cheap TCP check first: no client churn while the JVM boots.
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			last = err
+			continue
+		}
+		conn.Close()
+		if last = probe(ctx, c.ServiceURL); last == nil {
+			return nil
+		}
+	}
+}
+
+// probe produces one message and one message in a committed transaction.
+func probe(ctx context.Context, serviceURL string) error {
+	timeout := maxProbe
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if timeout <= 0 {
+		return ctx.Err()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client, err := pulsar.NewClient(pulsar.ClientOptions{
+		URL:               serviceURL,
+		ConnectionTimeout: 3 * time.Second,
+		OperationTimeout:  min(timeout, 10*time.Second),
+		EnableTransaction: true,
+		Logger:            log.DefaultNopLogger(),
+	})
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	defer client.Close()
+	producer, err := client.CreateProducer(pulsar.ProducerOptions{
+		Topic:           readyTopic,
+		DisableBatching: true,
+		SendTimeout:     timeout,
+	})
+	if err != nil {
+		return fmt.Errorf("create producer: %w", err)
+	}
+	defer producer.Close()
+	if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("ready")}); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	txn, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		return fmt.Errorf("new transaction: %w", err)
+	}
+	if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("ready-txn"), Transaction: txn}); err != nil {
+		actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer acancel()
+		return errors.Join(fmt.Errorf("transactional send: %w", err), txn.Abort(actx))
+	}
+	if err := txn.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
