@@ -1,0 +1,119 @@
+package router_test
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/keyroute/keyroute/router"
+)
+
+// sink keeps the compiler from discarding benchmark results.
+var sink int
+
+// numBenchKeys is how many distinct keys the benchmarks cycle through: too
+// many for a branch predictor to learn which cluster wins, as with real
+// traffic. (With one fixed key, or a few hundred, a branchy Cluster looks
+// twice as fast as it is.)
+const numBenchKeys = 1 << 16
+
+// benchKeys returns numBenchKeys distinct keys of n bytes.
+func benchKeys(n int) []string {
+	keys := make([]string, numBenchKeys)
+	for i := range keys {
+		s := fmt.Sprintf("%0*d", n, i*7919)
+		keys[i] = s[len(s)-n:]
+	}
+	return keys
+}
+
+// BenchmarkRoute is the per-message placement cost of the producer: Hash,
+// Cluster over 5 equal clusters, Partition over 10 partitions.
+func BenchmarkRoute(b *testing.B) {
+	r := mustNew(b, equalMembers(five...))
+	for _, n := range []int{16, 24, 36} {
+		keys := benchKeys(n)
+		b.Run("keylen="+strconv.Itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				h := router.Hash(keys[i%numBenchKeys])
+				sink += r.Cluster(h) + router.Partition(h, 10)
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkRouteWeighted is BenchmarkRoute with weights 1:2:3:1:2, which
+// takes the floating-point path.
+func BenchmarkRouteWeighted(b *testing.B) {
+	r := mustNew(b, []router.Member{
+		{Name: "ams", Weight: 1}, {Name: "fra", Weight: 2}, {Name: "lon", Weight: 3},
+		{Name: "par", Weight: 1}, {Name: "waw", Weight: 2},
+	})
+	for _, n := range []int{16, 24, 36} {
+		keys := benchKeys(n)
+		b.Run("keylen="+strconv.Itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				h := router.Hash(keys[i%numBenchKeys])
+				sink += r.Cluster(h) + router.Partition(h, 10)
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkXXHash is the baseline: xxhash64 alone over the same keys.
+func BenchmarkXXHash(b *testing.B) {
+	for _, n := range []int{16, 24, 36} {
+		keys := benchKeys(n)
+		b.Run("keylen="+strconv.Itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				sink += int(xxhash.Sum64String(keys[i%numBenchKeys]))
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkCluster shows the O(N) cost of Cluster alone.
+func BenchmarkCluster(b *testing.B) {
+	for _, n := range []int{2, 5, 8, 16} {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = "cluster-" + strconv.Itoa(i)
+		}
+		r := mustNew(b, equalMembers(names...))
+		b.Run("members="+strconv.Itoa(n), func(b *testing.B) {
+			h := uint64(1)
+			for b.Loop() {
+				h += 0x9e3779b97f4a7c15
+				sink += r.Cluster(h)
+			}
+		})
+	}
+}
+
+func TestAllocs(t *testing.T) {
+	equal := mustNew(t, equalMembers(five...))
+	weighted := mustNew(t, []router.Member{{Name: "a", Weight: 1}, {Name: "b", Weight: 2}, {Name: "c", Weight: 3}})
+	key := benchKeys(24)[7]
+	for name, r := range map[string]*router.Router{"equal": equal, "weighted": weighted} {
+		allocs := testing.AllocsPerRun(1000, func() {
+			h := router.Hash(key)
+			sink += r.Cluster(h) + router.Partition(h, 10)
+			k := router.KeylessHash(uint64(sink))
+			sink += r.Cluster(k) + router.Partition(k, 10)
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocs per Hash+Cluster+Partition, want 0", name, allocs)
+		}
+	}
+}
