@@ -1,0 +1,37 @@
+# keyroute: the two commands a fresh machine needs are `make run` (the main
+# job) and `make test` (every test). Both install what they need: Go modules
+# through the Go proxy, Pulsar 4.0.8 through Maven (see internal/testbed).
+
+GO          ?= go
+E2E_TIMEOUT ?= 75m
+FUZZTIME    ?= 10s
+
+.PHONY: run test check unit fuzz e2e bench
+
+## run: the main job: the load generator against five local clusters it starts.
+run:
+	$(GO) run ./examples/loadgen
+
+## test: every test: static checks, unit tests (-race), short fuzz runs, e2e suites.
+test: check unit fuzz e2e
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./topology/
+	$(GO) test -run '^$$' -fuzz '^FuzzRoute$$' -fuzztime $(FUZZTIME) ./router/
+
+# The e2e suites start real Pulsar clusters; -p 1 runs one suite at a time.
+e2e:
+	$(GO) test -tags e2e -count=1 -p 1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
+
+## bench: SDK vs raw pulsar-client-go on one local cluster, and the router.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./router/
+	$(GO) test -tags e2e -run '^$$' -bench . -timeout 30m ./e2e/bench/
