@@ -103,7 +103,9 @@ func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
 // sweep completes every message of the cluster still pending with err. Close
 // calls it after the writers are closed: pulsar-client-go drops messages
 // still in a batch or in its send queue at close without a callback.
-func (c *cluster) sweep(err error) {
+// It returns how many messages it completed.
+func (c *cluster) sweep(err error) int {
+	n := 0
 	for _, pt := range c.parts {
 		for {
 			pt.mu.Lock()
@@ -112,9 +114,13 @@ func (c *cluster) sweep(err error) {
 			if f == nil {
 				break
 			}
+			if f.state.Load() == 0 {
+				n++
+			}
 			c.complete(f, nil, err)
 		}
 	}
+	return n
 }
 
 // outcome turns f's result into an ID or error and tells the observer.

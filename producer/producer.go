@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
+		p.log().Error("keyroute: connect failed", "error", err)
 		for _, l := range links {
 			if l != nil {
 				closeWriters(l.writers)
@@ -122,6 +124,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 			cl.parts[j] = &partition{idx: j, w: w}
 		}
 		cl.disp = newDispatcher(cl)
+		p.log().Info("keyroute: cluster connected", "cluster", cl.name, "topic", c.topic, "partitions", len(cl.parts))
 	}
 	return p, nil
 }
@@ -202,14 +205,29 @@ func (p *Producer) close(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			closeWriters(c.link.writers)
-			c.sweep(ErrClosed)
+			if n := c.sweep(ErrClosed); n > 0 {
+				p.log().Warn("keyroute: messages failed at close", "cluster", c.name, "messages", n)
+			}
 			c.disp.close()
 			c.link.close()
 		}()
 	}
 	wg.Wait()
+	if flushErr != nil {
+		p.log().Warn("keyroute: close could not flush everything", "error", flushErr)
+	}
 	return flushErr
 }
+
+// log returns the configured logger, or one that discards.
+func (p *Producer) log() *slog.Logger {
+	if p.cfg.logger != nil {
+		return p.cfg.logger
+	}
+	return discard
+}
+
+var discard = slog.New(slog.DiscardHandler)
 
 // closeWriters closes writers in parallel: each close is a broker round trip.
 func closeWriters(ws []writer) {

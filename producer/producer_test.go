@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -440,4 +442,39 @@ func TestParseCodec(t *testing.T) {
 	}
 	_, err := producer.ParseCodec("snappy")
 	assert.ErrorIs(t, err, producer.ErrBadOption)
+}
+
+func TestLoggerGetsConnectAndCloseLines(t *testing.T) {
+	var buf syncBuffer
+	bed := newFakeBed(2)
+	bed.modes["c2"] = ackManual
+	p, err := producer.New(context.Background(), topo(2), producer.Topic("t"), producer.WithConnector(bed.connect),
+		producer.Logger(slog.New(slog.NewTextHandler(&buf, nil))))
+	require.NoError(t, err)
+	for i := 0; i < 50; i++ {
+		p.SendAsync(context.Background(), &producer.Message{Key: fmt.Sprint(i)}, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_ = p.Close(ctx)
+	out := buf.String()
+	assert.Contains(t, out, `cluster connected" cluster=c1 topic=t partitions=2`)
+	assert.Contains(t, out, `messages failed at close" cluster=c2`)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
