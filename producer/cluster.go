@@ -28,8 +28,14 @@ type partition struct {
 	idx int
 	w   writer
 
-	mu         sync.Mutex // guards head and tail
-	head, tail *inflight  // async messages accepted and not yet completed, in hand-over order
+	// track holds the async messages handed to w, oldest first, so that
+	// Close can give an outcome to any that pulsar-client-go dropped.
+	// Senders append and trim completed ones from the front; the goroutines
+	// that complete messages never take mu, so tracking costs the hot path
+	// one uncontended lock.
+	mu    sync.Mutex // guards track
+	track []*inflight
+	head  int // track[:head] are trimmed (nil)
 }
 
 // inflight is one message given to SendAsync, from acceptance until its
@@ -39,12 +45,10 @@ type inflight struct {
 	ctx  context.Context
 	msg  *Message
 	cb   Callback
-	c    *cluster
 	part *partition
 	cost int64
 
-	state      atomic.Uint32 // 0 pending, 1 completed (outcome fixed)
-	prev, next *inflight     // guarded by part.mu
+	state atomic.Uint32 // 0 pending, 1 completed (outcome fixed)
 
 	id  pulsar.MessageID
 	err error
@@ -53,32 +57,35 @@ type inflight struct {
 	barrier chan struct{} // non-nil for a dispatcher barrier (not a message)
 }
 
-func (pt *partition) link(f *inflight) {
+// add tracks f, first trimming completed messages from the front.
+func (pt *partition) add(f *inflight) {
 	pt.mu.Lock()
-	f.prev = pt.tail
-	if pt.tail == nil {
-		pt.head = f
-	} else {
-		pt.tail.next = f
+	for pt.head < len(pt.track) && pt.track[pt.head].state.Load() != 0 {
+		pt.track[pt.head] = nil
+		pt.head++
 	}
-	pt.tail = f
+	if pt.head == len(pt.track) {
+		pt.track, pt.head = pt.track[:0], 0
+	} else if pt.head > 1024 && pt.head > len(pt.track)/2 {
+		n := copy(pt.track, pt.track[pt.head:])
+		clear(pt.track[n:])
+		pt.track, pt.head = pt.track[:n], 0
+	}
+	pt.track = append(pt.track, f)
 	pt.mu.Unlock()
 }
 
-func (pt *partition) unlink(f *inflight) {
+// pending returns the tracked messages that have no outcome yet.
+func (pt *partition) pending() []*inflight {
 	pt.mu.Lock()
-	if f.prev == nil {
-		pt.head = f.next
-	} else {
-		f.prev.next = f.next
+	defer pt.mu.Unlock()
+	var out []*inflight
+	for _, f := range pt.track[pt.head:] {
+		if f.state.Load() == 0 {
+			out = append(out, f)
+		}
 	}
-	if f.next == nil {
-		pt.tail = f.prev
-	} else {
-		f.next.prev = f.prev
-	}
-	f.prev, f.next = nil, nil
-	pt.mu.Unlock()
+	return out
 }
 
 // complete fixes f's outcome (once; later calls are ignored) and queues its
@@ -88,7 +95,6 @@ func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
 	if !f.state.CompareAndSwap(0, 1) {
 		return
 	}
-	f.part.unlink(f)
 	f.id, f.err = id, err
 	if f.cb == nil {
 		if f.ev != nil {
@@ -107,13 +113,7 @@ func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
 func (c *cluster) sweep(err error) int {
 	n := 0
 	for _, pt := range c.parts {
-		for {
-			pt.mu.Lock()
-			f := pt.head
-			pt.mu.Unlock()
-			if f == nil {
-				break
-			}
+		for _, f := range pt.pending() {
 			if f.state.Load() == 0 {
 				n++
 			}

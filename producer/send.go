@@ -113,9 +113,9 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 		}
 		return
 	}
-	f := &inflight{ctx: ctx, msg: msg, cb: cb, c: c, part: pt, cost: n, ev: ev}
+	f := &inflight{ctx: ctx, msg: msg, cb: cb, part: pt, cost: n, ev: ev}
 	toPulsar(&f.pm, msg, props)
-	pt.link(f)
+	pt.add(f)
 	pt.w.SendAsync(ctx, &f.pm, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 		c.complete(f, id, err)
 	})
