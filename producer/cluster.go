@@ -17,6 +17,7 @@ type cluster struct {
 	obs    Observer // nil when not observed
 	parts  []*partition
 	budget *budget
+	health *health
 	disp   *dispatcher
 	link   *link
 }
@@ -96,6 +97,9 @@ func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
 		return
 	}
 	f.id, f.err = id, err
+	if err == nil {
+		c.health.acks.Add(1)
+	}
 	if f.cb == nil {
 		if f.ev != nil {
 			c.outcome(f)
@@ -157,6 +161,8 @@ func (c *cluster) sendError(ctx context.Context, key string, part int, err error
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 	case errors.Is(err, ErrClosed), errors.Is(err, pulsar.ErrProducerClosed):
 		e.Err = ErrClosed
+	case errors.Is(err, ErrClusterDown):
+		e.Err = ErrClusterDown
 	case errors.Is(err, pulsar.ErrSendTimeout):
 		e.Err = ErrSendTimeout
 	case errors.Is(err, pulsar.ErrMessageTooLarge):

@@ -34,6 +34,10 @@ var (
 	// broker's maximum message size.
 	ErrMessageTooLarge = errors.New("producer: message too large")
 
+	// ErrClusterDown is returned for a message routed to a cluster that is
+	// down (see OnClusterDown), when the policy fails it.
+	ErrClusterDown = errors.New("producer: cluster down")
+
 	// ErrNilMessage is returned when a nil *Message is handed over.
 	ErrNilMessage = errors.New("producer: nil message")
 )

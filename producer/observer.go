@@ -30,6 +30,9 @@ type Event struct {
 	// ServiceURL is the cluster's service URL.
 	ServiceURL string
 	Key        string
+	// Properties are the message's own properties. Read only: an observer
+	// that wants to send others returns a new map from OnStart.
+	Properties map[string]string
 	// Bytes is what the message holds of the memory limit.
 	Bytes int64
 	// Start is when the message was handed over.
@@ -49,9 +52,12 @@ type Event struct {
 // cluster's callback goroutine (before the message's callback) or, for
 // SendAsync without a callback, on the goroutine pulsar-client-go reports on.
 //
-// OnStart may return properties to send instead of the message's own (for
-// trace context propagation); it must not modify the message's map. It
-// returns nil to keep the message's properties.
+// OnStart may return properties to send instead of the message's own
+// (ev.Properties), e.g. a copy with trace context added; it must not modify
+// the message's map. It returns nil to keep the message's properties.
+// Messages that fail before they are handed to a writer (cluster down, ctx
+// ended while waiting for buffer space) are observed too: OnStart, then
+// OnDone with the error.
 type Observer interface {
 	OnStart(ctx context.Context, ev *Event) map[string]string
 	OnDone(ev *Event)

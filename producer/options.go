@@ -66,6 +66,9 @@ type cfg struct {
 	observer         Observer
 	logger           *slog.Logger
 	transactions     bool
+	downPolicy       DownPolicy
+	downAfter        time.Duration
+	downWait         time.Duration
 }
 
 func defaultCfg() cfg {
@@ -79,6 +82,8 @@ func defaultCfg() cfg {
 		memoryLimit:      DefaultMemoryLimit,
 		sendTimeout:      DefaultSendTimeout,
 		connect:          pulsarConnector{},
+		downAfter:        DefaultDownAfter,
+		downWait:         DefaultDownWait,
 	}
 }
 
@@ -103,6 +108,12 @@ func (c *cfg) validate() error {
 		return bad("MemoryLimit", c.memoryLimit, "must be >= 1")
 	case c.sendTimeout <= 0:
 		return bad("SendTimeout", c.sendTimeout, "must be > 0")
+	case c.downPolicy > Spill:
+		return bad("OnClusterDown", c.downPolicy, "unknown policy")
+	case c.downAfter <= 0:
+		return bad("DownAfter", c.downAfter, "must be > 0")
+	case c.downWait <= 0:
+		return bad("DownWait", c.downWait, "must be > 0")
 	}
 	return nil
 }

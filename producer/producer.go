@@ -36,6 +36,8 @@ type Producer struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+
+	monStop, monDone chan struct{} // the health monitor goroutine
 }
 
 // New validates the topology and options, connects to every cluster and
@@ -77,7 +79,8 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		share := cl.Weight / weightSum
 		maxMsgs := int64(max(1, math.Round(float64(c.maxPending)*share)))
 		maxBytes := int64(max(1, math.Round(float64(c.memoryLimit)*share)))
-		p.clusters[i] = &cluster{name: cl.Name, url: cl.ServiceURL, obs: c.observer, budget: newBudget(maxMsgs, maxBytes)}
+		p.clusters[i] = &cluster{name: cl.Name, url: cl.ServiceURL, obs: c.observer,
+			budget: newBudget(maxMsgs, maxBytes), health: newHealth(time.Now())}
 		wc := writerConfig{
 			topic:            c.topic,
 			batching:         c.batching,
@@ -126,6 +129,8 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		cl.disp = newDispatcher(cl)
 		p.log().Info("keyroute: cluster connected", "cluster", cl.name, "topic", c.topic, "partitions", len(cl.parts))
 	}
+	p.monStop, p.monDone = make(chan struct{}), make(chan struct{})
+	go p.monitor(p.monStop, p.monDone)
 	return p, nil
 }
 
@@ -156,8 +161,14 @@ func (p *Producer) Partitions() []int {
 	return n
 }
 
-// route picks the cluster and partition for key.
+// route returns key's own cluster and partition, whatever their health.
 func (p *Producer) route(key string) (*cluster, *partition) {
+	c, pt, _ := p.place(key)
+	return c, pt
+}
+
+// place is route that also returns the key hash.
+func (p *Producer) place(key string) (*cluster, *partition, uint64) {
 	var h uint64
 	if key == "" {
 		h = router.KeylessHash(p.keyless.Add(1) / keylessRun)
@@ -165,7 +176,26 @@ func (p *Producer) route(key string) (*cluster, *partition) {
 		h = router.Hash(key)
 	}
 	c := p.clusters[p.router.Cluster(h)]
-	return c, c.parts[router.Partition(h, len(c.parts))]
+	return c, c.parts[router.Partition(h, len(c.parts))], h
+}
+
+// pick is where a message with key goes now: its own cluster and
+// partition, or while that cluster is down, what the down policy says (see
+// admit). On error it returns the key's own cluster and partition, for the
+// error to name.
+func (p *Producer) pick(ctx context.Context, key string) (*cluster, *partition, error) {
+	c, pt, h := p.place(key)
+	if !c.health.down.Load() {
+		return c, pt, nil
+	}
+	alt, err := p.admit(ctx, c, h, key == "")
+	if err != nil {
+		return c, pt, err
+	}
+	if alt != c {
+		pt = alt.parts[router.Partition(h, len(alt.parts))]
+	}
+	return alt, pt, nil
 }
 
 // enter counts a call that will touch the writers; it reports false (and
@@ -213,6 +243,8 @@ func (p *Producer) close(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	close(p.monStop)
+	<-p.monDone
 	if flushErr != nil {
 		p.log().Warn("keyroute: close could not flush everything", "error", flushErr)
 	}

@@ -32,7 +32,7 @@ func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition
 		return nil, msg.Properties
 	}
 	ev := &Event{Op: op, Topic: p.cfg.topic, Cluster: c.name, Partition: pt.idx, ServiceURL: c.url,
-		Key: msg.Key, Bytes: n, Start: time.Now()}
+		Key: msg.Key, Properties: msg.Properties, Bytes: n, Start: time.Now()}
 	if props := c.obs.OnStart(ctx, ev); props != nil {
 		return ev, props
 	}
@@ -62,10 +62,13 @@ func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
 		return ID{}, &SendError{Key: msg.Key, Err: ErrClosed}
 	}
 	defer p.leave()
-	c, pt := p.route(msg.Key)
+	c, pt, err := p.pick(ctx, msg.Key)
 	n := cost(msg)
 	ev, props := p.observe(ctx, OpSend, c, pt, msg, n)
-	if err := c.budget.acquire(ctx, n, p.done); err != nil {
+	if err == nil {
+		err = c.budget.acquire(ctx, n, p.done)
+	}
+	if err != nil {
 		return ID{}, c.fail(ev, c.sendError(ctx, msg.Key, pt.idx, err))
 	}
 	pm := &pulsar.ProducerMessage{}
@@ -75,6 +78,7 @@ func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
 	if err != nil {
 		return ID{}, c.fail(ev, c.sendError(ctx, msg.Key, pt.idx, err))
 	}
+	c.health.acks.Add(1)
 	id := ID{Cluster: c.name, Partition: pt.idx, MessageID: mid}
 	if ev != nil {
 		ev.ID = id
@@ -102,10 +106,13 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 		}
 		return
 	}
-	c, pt := p.route(msg.Key)
+	c, pt, err := p.pick(ctx, msg.Key)
 	n := cost(msg)
 	ev, props := p.observe(ctx, OpSendAsync, c, pt, msg, n)
-	if err := c.budget.acquire(ctx, n, p.done); err != nil {
+	if err == nil {
+		err = c.budget.acquire(ctx, n, p.done)
+	}
+	if err != nil {
 		p.leave()
 		err = c.fail(ev, c.sendError(ctx, msg.Key, pt.idx, err))
 		if cb != nil {

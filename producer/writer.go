@@ -38,9 +38,9 @@ type writerConfig struct {
 	batchMaxBytes    int
 	linger           int64 // nanoseconds
 	codec            Codec
-	maxPending       int   // the cluster's share; per-partition queues never bind first
-	memoryLimit      int64 // the cluster's share
-	sendTimeout      int64 // nanoseconds
+	maxPending       int          // the cluster's share; per-partition queues never bind first
+	memoryLimit      int64        // the cluster's share
+	sendTimeout      int64        // nanoseconds
 	logger           *slog.Logger // nil: no logs
 	transactions     bool
 }

@@ -1,0 +1,187 @@
+package producer
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DownPolicy is what happens to messages routed to a cluster that is down.
+type DownPolicy uint8
+
+// Down policies.
+const (
+	// FailFast fails new messages for a down cluster at once with
+	// ErrClusterDown (one message per DownProbeInterval still goes through as a probe, so
+	// that recovery is seen). The default.
+	FailFast DownPolicy = iota
+	// WaitUp makes new messages for a down cluster wait until it is up
+	// again, at most DownWait (and their ctx), then fail with ErrClusterDown.
+	WaitUp
+	// Spill sends new messages for a down cluster to the cluster their key
+	// would go to without it (rendezvous' next choice), so they are written
+	// somewhere. THIS BREAKS PER-KEY ORDER AND PLACEMENT for those keys: a
+	// key's messages then live on two clusters, and a consumer sees them in
+	// no defined order across the two. Use it only for data where
+	// availability beats order.
+	Spill
+)
+
+func (d DownPolicy) String() string {
+	switch d {
+	case FailFast:
+		return "fail-fast"
+	case WaitUp:
+		return "wait"
+	case Spill:
+		return "spill"
+	}
+	return "DownPolicy(?)"
+}
+
+// Defaults for cluster health.
+const (
+	DefaultDownAfter  = 3 * time.Second
+	DownProbeInterval = time.Second // how often a message is let through to a down cluster as a probe
+	DefaultDownWait   = 10 * time.Second
+)
+
+// OnClusterDown sets the policy for messages routed to a down cluster
+// (default FailFast). Keyless messages never wait or fail for a down
+// cluster: they go to an up one, whatever the policy.
+func OnClusterDown(p DownPolicy) Opt { return optFunc(func(c *cfg) { c.downPolicy = p }) }
+
+// DownAfter is how long a cluster may hold messages without a single
+// acknowledgement before it counts as down (default 3s). It is up again at
+// its next acknowledgement.
+func DownAfter(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downAfter = d }) }
+
+// DownWait bounds how long a message waits for a down cluster under WaitUp
+// (default 10s).
+func DownWait(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downWait = d }) }
+
+// health is one cluster's up/down state. The completion path bumps acks;
+// the monitor goroutine reads it and flips the state; senders read down.
+type health struct {
+	down  atomic.Bool
+	acks  atomic.Uint64 // successful acknowledgements, ever
+	probe atomic.Int64  // unix nanos of the last probe let through while down
+
+	mu        sync.Mutex    // guards the fields below
+	upCh      chan struct{} // closed while up; replaced when the cluster goes down
+	since     time.Time     // of the current state
+	lastAcks  uint64        // acks at the monitor's last look
+	lastMoved time.Time     // when the monitor last saw acks move or nothing held
+}
+
+func newHealth(now time.Time) *health {
+	h := &health{upCh: make(chan struct{}), since: now, lastMoved: now}
+	close(h.upCh)
+	return h
+}
+
+// ClusterHealth is a cluster's state as the Producer sees it.
+type ClusterHealth struct {
+	Name string
+	Up   bool
+	// Since is when the cluster entered its current state.
+	Since time.Time
+	// PendingMessages and PendingBytes are held against its buffer share.
+	PendingMessages, PendingBytes int64
+}
+
+// Health returns every cluster's state, in topology order.
+func (p *Producer) Health() []ClusterHealth {
+	out := make([]ClusterHealth, len(p.clusters))
+	for i, c := range p.clusters {
+		c.health.mu.Lock()
+		since := c.health.since
+		c.health.mu.Unlock()
+		m, b := c.budget.held()
+		out[i] = ClusterHealth{Name: c.name, Up: !c.health.down.Load(), Since: since, PendingMessages: m, PendingBytes: b}
+	}
+	return out
+}
+
+// monitor checks every cluster's progress until stop is closed.
+func (p *Producer) monitor(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(max(p.cfg.downAfter/8, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			for _, c := range p.clusters {
+				p.check(c, now)
+			}
+		}
+	}
+}
+
+// check flips c's state: down when it held messages and saw no ack for
+// downAfter, up at the first ack after that.
+func (p *Producer) check(c *cluster, now time.Time) {
+	h := c.health
+	held, _ := c.budget.held()
+	acks := h.acks.Load()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	moved := acks != h.lastAcks
+	h.lastAcks = acks
+	if moved || held == 0 {
+		h.lastMoved = now
+	}
+	switch down := h.down.Load(); {
+	case !down && now.Sub(h.lastMoved) >= p.cfg.downAfter:
+		h.down.Store(true)
+		h.upCh = make(chan struct{})
+		h.since = now
+		p.log().Warn("keyroute: cluster down", "cluster", c.name, "policy", p.cfg.downPolicy.String(),
+			"pending", held, "no_ack_for", now.Sub(h.lastMoved).String())
+	case down && moved:
+		p.log().Info("keyroute: cluster up", "cluster", c.name, "down_for", now.Sub(h.since).String())
+		h.down.Store(false)
+		close(h.upCh)
+		h.since = now
+	}
+}
+
+// admit decides where a message routed to c goes while c is down: c itself
+// (a probe, or after waiting), another cluster (spill, keyless), or nowhere
+// (an error). The caller checked that c is down.
+func (p *Producer) admit(ctx context.Context, c *cluster, h uint64, keyless bool) (*cluster, error) {
+	if keyless || p.cfg.downPolicy == Spill {
+		if alt := p.router.ClusterExcept(h, p.isDown); alt >= 0 {
+			return p.clusters[alt], nil
+		}
+		return nil, ErrClusterDown
+	}
+	// Let one message through per DownProbeInterval so that recovery is seen even
+	// when nothing else is pending.
+	now := time.Now().UnixNano()
+	if last := c.health.probe.Load(); now-last >= int64(DownProbeInterval) && c.health.probe.CompareAndSwap(last, now) {
+		return c, nil
+	}
+	if p.cfg.downPolicy == WaitUp {
+		c.health.mu.Lock()
+		up := c.health.upCh
+		c.health.mu.Unlock()
+		t := time.NewTimer(p.cfg.downWait)
+		defer t.Stop()
+		select {
+		case <-up:
+			return c, nil
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-p.done:
+			return nil, ErrClosed
+		}
+	}
+	return nil, ErrClusterDown
+}
+
+func (p *Producer) isDown(i int) bool { return p.clusters[i].health.down.Load() }
