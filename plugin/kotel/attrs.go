@@ -1,0 +1,184 @@
+package kotel
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/keyroute/keyroute/producer"
+)
+
+// ClusterKey is the attribute that names the keyroute cluster a message was
+// routed to.
+const ClusterKey = attribute.Key("keyroute.cluster")
+
+// destKey identifies one destination: a partition of a topic in a cluster,
+// for one kind of send.
+type destKey struct {
+	topic, cluster, url string
+	partition           int
+	op                  producer.Op
+}
+
+// dest holds everything about a destination that does not change from
+// message to message, built once so that the hot path only looks it up.
+// Its fields are immutable after newDest, except errs.
+type dest struct {
+	spanName  string
+	startOpts []trace.SpanStartOption
+	recOpts   []metric.RecordOption
+	attrs     []attribute.KeyValue // the span's and the metrics' attributes
+	sent      *counter             // messages written
+
+	c    *cache   // the cache holding d, for the failures' counters
+	errs sync.Map // error.type string -> *failure; bounded by the error types seen
+}
+
+// failure holds a destination's measurement options for one error.type.
+type failure struct {
+	attrs   []attribute.KeyValue // the span's attributes, error.type last
+	recOpts []metric.RecordOption
+	sent    *counter // messages failed with this error.type
+}
+
+// counter counts messages for one attribute set; the Observer reports it
+// as messaging.client.sent.messages when the metrics are collected, so a
+// message costs an atomic add instead of a synchronous Add (which
+// re-checks every attribute on every call).
+type counter struct {
+	n    atomic.Int64
+	opts []metric.ObserveOption
+}
+
+func (c *cache) newDest(k destKey) *dest {
+	host, port := serverAddr(k.url)
+	attrs := []attribute.KeyValue{
+		semconv.MessagingSystemPulsar,
+		semconv.MessagingOperationName(k.op.String()),
+		semconv.MessagingOperationTypeSend,
+		semconv.MessagingDestinationName(k.topic),
+		semconv.MessagingDestinationPartitionID(strconv.Itoa(k.partition)),
+		semconv.ServerAddress(host),
+		semconv.ServerPort(port),
+		ClusterKey.String(k.cluster),
+	}
+	set := attribute.NewSet(attrs...)
+	return &dest{
+		spanName: "send " + k.topic,
+		// The attributes are set on the span in OnDone, in one call with
+		// the outcome's: the SDK copies start attributes into the config,
+		// then into the span, then grows that slice again for any later
+		// attribute, which more than doubled its allocations per span.
+		startOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)},
+		recOpts:   []metric.RecordOption{metric.WithAttributeSet(set)},
+		attrs:     attrs,
+		sent:      c.counter(set),
+		c:         c,
+	}
+}
+
+// failure returns the options for messages that failed with errType.
+func (d *dest) failure(errType string) *failure {
+	if f, ok := d.errs.Load(errType); ok {
+		return f.(*failure)
+	}
+	all := make([]attribute.KeyValue, 0, len(d.attrs)+1)
+	all = append(append(all, d.attrs...), semconv.ErrorTypeKey.String(errType))
+	set := attribute.NewSet(all...)
+	f, _ := d.errs.LoadOrStore(errType, &failure{attrs: all, recOpts: []metric.RecordOption{metric.WithAttributeSet(set)}, sent: d.c.counter(set)})
+	return f.(*failure)
+}
+
+// cache maps destinations to their prebuilt attributes and attribute sets
+// to their counters. Reads of m are lock free: the map behind m is never
+// modified once stored; writers copy it under mu. Both grow with the
+// destinations seen (topics x clusters x partitions x 2, times the error
+// types seen) and never shrink.
+type cache struct {
+	mu       sync.Mutex // serializes writers of m
+	m        atomic.Pointer[map[destKey]*dest]
+	counters sync.Map // attribute.Distinct -> *counter
+}
+
+func (c *cache) get(ev *producer.Event) *dest {
+	k := destKey{topic: ev.Topic, cluster: ev.Cluster, url: ev.ServiceURL, partition: ev.Partition, op: ev.Op}
+	if m := c.m.Load(); m != nil {
+		if d, ok := (*m)[k]; ok {
+			return d
+		}
+	}
+	return c.add(k)
+}
+
+func (c *cache) add(k destKey) *dest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var old map[destKey]*dest
+	if m := c.m.Load(); m != nil {
+		old = *m
+		if d, ok := old[k]; ok {
+			return d
+		}
+	}
+	next := make(map[destKey]*dest, len(old)+1)
+	for kk, d := range old {
+		next[kk] = d
+	}
+	d := c.newDest(k)
+	next[k] = d
+	c.m.Store(&next)
+	return d
+}
+
+// counter returns the counter of set, shared by every destination with
+// that attribute set.
+func (c *cache) counter(set attribute.Set) *counter {
+	if v, ok := c.counters.Load(set.Equivalent()); ok {
+		return v.(*counter)
+	}
+	v, _ := c.counters.LoadOrStore(set.Equivalent(), &counter{opts: []metric.ObserveOption{metric.WithAttributeSet(set)}})
+	return v.(*counter)
+}
+
+// observe reports every counter that has counted to o as the value of
+// inst.
+func (c *cache) observe(o metric.Observer, inst metric.Int64Observable) {
+	c.counters.Range(func(_, v any) bool {
+		ct := v.(*counter)
+		if n := ct.n.Load(); n != 0 {
+			o.ObserveInt64(inst, n, ct.opts...)
+		}
+		return true
+	})
+}
+
+// serverAddr returns the host and port of the first broker in a Pulsar
+// service URL ("pulsar://h1:6650,h2:6650", "pulsar+ssl://h"): the port
+// defaults to 6650, or 6651 for pulsar+ssl.
+func serverAddr(url string) (string, int) {
+	rest, port := url, 6650
+	if scheme, after, ok := strings.Cut(rest, "://"); ok {
+		rest = after
+		if scheme == "pulsar+ssl" {
+			port = 6651
+		}
+	}
+	if i := strings.IndexByte(rest, ','); i >= 0 {
+		rest = rest[:i]
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	if h, p, err := net.SplitHostPort(rest); err == nil {
+		if n, err := strconv.Atoi(p); err == nil {
+			return h, n
+		}
+		return h, port
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(rest, "["), "]"), port
+}

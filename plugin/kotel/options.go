@@ -1,0 +1,64 @@
+package kotel
+
+import (
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope name of the meter and tracer.
+const ScopeName = "github.com/keyroute/keyroute/plugin/kotel"
+
+// cfg is what New builds the Observer from.
+type cfg struct {
+	mp   metric.MeterProvider
+	tp   trace.TracerProvider
+	prop propagation.TextMapPropagator
+}
+
+// Opt configures an Observer.
+type Opt interface{ apply(*cfg) }
+
+type optFunc func(*cfg)
+
+func (f optFunc) apply(c *cfg) { f(c) }
+
+// WithMeterProvider sets the MeterProvider the metrics are recorded with
+// (default: otel.GetMeterProvider() at New). nil keeps the default.
+func WithMeterProvider(mp metric.MeterProvider) Opt {
+	return optFunc(func(c *cfg) {
+		if mp != nil {
+			c.mp = mp
+		}
+	})
+}
+
+// WithTracerProvider sets the TracerProvider the spans are started with
+// (default: otel.GetTracerProvider() at New). nil keeps the default.
+func WithTracerProvider(tp trace.TracerProvider) Opt {
+	return optFunc(func(c *cfg) {
+		if tp != nil {
+			c.tp = tp
+		}
+	})
+}
+
+// WithPropagator sets the propagator that writes the span's context into
+// the message properties (default: otel.GetTextMapPropagator() at New).
+// nil keeps the default.
+func WithPropagator(p propagation.TextMapPropagator) Opt {
+	return optFunc(func(c *cfg) {
+		if p != nil {
+			c.prop = p
+		}
+	})
+}
+
+func defaultCfg() cfg {
+	return cfg{
+		mp:   otel.GetMeterProvider(),
+		tp:   otel.GetTracerProvider(),
+		prop: otel.GetTextMapPropagator(),
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package kotel_test
+
+const raceEnabled = true
