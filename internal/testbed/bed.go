@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,16 @@ type Options struct {
 	// DataDir is the parent of the per-cluster data dirs; "" means
 	// os.TempDir(). Data dirs are removed by Bed.Stop.
 	DataDir string
+	// Secure starts clusters that accept only TLS with a client
+	// certificate and only token-authenticated clients. Start then
+	// generates a throwaway CA, a broker certificate for 127.0.0.1, a
+	// client certificate, an HS256 token key and tokens into a directory
+	// that Bed.Stop removes. Service URLs are pulsar+ssl://, admin URLs
+	// https://; the plain ports are disabled and readiness goes through
+	// TLS and a token too. Bed.Topology carries the TLS files and a token
+	// file; Bed.Token mints more tokens and Bed.HTTPClient calls the admin
+	// API.
+	Secure bool
 }
 
 // setup is what every cluster of one Start shares.
@@ -44,6 +55,7 @@ type setup struct {
 	baseConf []byte
 	tuning   []string // heap, GC and JIT flags
 	share    []string // class-data-sharing flags
+	sec      *secrets // nil unless opts.Secure
 }
 
 // Bed is a set of running local clusters. Its methods are safe for
@@ -51,6 +63,7 @@ type setup struct {
 type Bed struct {
 	clusters []*Cluster
 	w        io.Writer
+	sec      *secrets // nil unless Options.Secure; removed by Stop
 
 	mu      sync.Mutex // guards stopped
 	stopped bool
@@ -93,15 +106,23 @@ func Start(ctx context.Context, opts Options) (*Bed, error) {
 		s.tuning = append([]string(nil), opts.JVMArgs...)
 	}
 	removeStaleDataDirs(opts.DataDir)
+	b := &Bed{w: s.w}
+	if opts.Secure {
+		// Before prepareCDS: a training broker gets the same config.
+		if s.sec, err = newSecrets(opts.DataDir); err != nil {
+			return nil, err
+		}
+		b.sec = s.sec
+	}
 	s.share = s.prepareCDS(ctx)
 
-	ports, err := freePorts(2 * opts.Clusters)
+	ports, err := clusterPorts(opts.Clusters)
 	if err != nil {
+		b.Stop()
 		return nil, err
 	}
-	b := &Bed{w: s.w}
 	for i := range opts.Clusters {
-		c, err := newCluster(s, opts.NamePrefix+strconv.Itoa(i+1), ports[2*i], ports[2*i+1])
+		c, err := newCluster(s, opts.NamePrefix+strconv.Itoa(i+1), ports[i])
 		if err != nil {
 			b.Stop()
 			return nil, err
@@ -109,7 +130,8 @@ func Start(ctx context.Context, opts Options) (*Bed, error) {
 		b.clusters = append(b.clusters, c)
 	}
 	launch := time.Now()
-	fmt.Fprintf(s.w, "testbed: starting %d clusters (class-data sharing %v)\n", opts.Clusters, len(s.share) > 0)
+	fmt.Fprintf(s.w, "testbed: starting %d clusters (class-data sharing %v, secure %v)\n",
+		opts.Clusters, len(s.share) > 0, opts.Secure)
 	errs := make([]error, len(b.clusters))
 	var wg sync.WaitGroup
 	for i, c := range b.clusters {
@@ -147,12 +169,12 @@ func (s *setup) startCluster(ctx context.Context, c *Cluster) error {
 			c.Kill()
 			return err
 		}
-		ports, perr := freePorts(2)
+		ports, perr := clusterPorts(1)
 		if perr != nil {
 			return errors.Join(err, perr)
 		}
 		fmt.Fprintf(s.w, "testbed: %s lost a port (%s), retrying on %v\n", c.Name, strings.TrimSpace(bind), ports)
-		if cerr := c.configure(s, ports[0], ports[1]); cerr != nil {
+		if cerr := c.configure(s, ports[0]); cerr != nil {
 			return errors.Join(err, cerr)
 		}
 	}
@@ -183,18 +205,39 @@ func (b *Bed) Cluster(name string) *Cluster {
 	return nil
 }
 
-// Topology returns the clusters as a topology with weight 1 each.
+// Topology returns the clusters as a topology with weight 1 each. For a
+// secure bed every cluster also gets the CA and the client certificate
+// (TLS) and a file holding a ClientRole token (Auth.TokenFile); host names
+// are checked (the broker certificate names 127.0.0.1).
 func (b *Bed) Topology() *topology.Topology {
 	t := &topology.Topology{Clusters: make([]topology.Cluster, 0, len(b.clusters))}
 	for _, c := range b.clusters {
-		t.Clusters = append(t.Clusters, topology.Cluster{
+		tc := topology.Cluster{
 			Name:       c.Name,
 			ServiceURL: c.ServiceURL,
 			AdminURL:   c.AdminURL,
 			Weight:     1,
-		})
+		}
+		if b.sec != nil {
+			tc.TLS = topology.TLS{CAFile: b.sec.caFile, CertFile: b.sec.clientCertFile, KeyFile: b.sec.clientKeyFile}
+			tc.Auth = topology.Auth{TokenFile: b.sec.clientTokenFile}
+		}
+		t.Clusters = append(t.Clusters, tc)
 	}
 	return t
+}
+
+// Secure reports whether the bed was started with Options.Secure.
+func (b *Bed) Secure() bool { return b.sec != nil }
+
+// HTTPClient returns a client for the clusters' admin URLs. For a secure
+// bed it trusts the bed's CA, presents the client certificate and sends an
+// AdminRole token with every request; otherwise it is a plain client.
+func (b *Bed) HTTPClient() *http.Client {
+	if b.sec == nil {
+		return &http.Client{Timeout: time.Minute}
+	}
+	return b.sec.httpClient()
 }
 
 // WriteTopology writes Topology() as a YAML topology file to path.
@@ -228,6 +271,10 @@ func (b *Bed) Stop() error {
 	wg.Wait()
 	if len(b.clusters) > 0 {
 		fmt.Fprintf(b.w, "testbed: %d clusters stopped in %s\n", len(b.clusters), since(start))
+	}
+	if b.sec != nil {
+		// Only once every JVM is gone: a running broker reads its files.
+		errs = append(errs, b.sec.remove())
 	}
 	return errors.Join(errs...)
 }

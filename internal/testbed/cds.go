@@ -70,13 +70,13 @@ func (s *setup) cdsPath(ctx context.Context) (string, error) {
 func (s *setup) buildCDS(ctx context.Context, archive string) error {
 	tmp := archive + ".tmp-" + strconv.Itoa(os.Getpid())
 	defer os.Remove(tmp)
-	ports, err := freePorts(2)
+	ports, err := clusterPorts(1)
 	if err != nil {
 		return err
 	}
 	train := *s
 	train.share = []string{"-XX:ArchiveClassesAtExit=" + tmp}
-	c, err := newCluster(&train, "cds-training", ports[0], ports[1])
+	c, err := newCluster(&train, "cds-training", ports[0])
 	if err != nil {
 		return err
 	}

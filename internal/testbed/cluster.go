@@ -24,9 +24,11 @@ const logTailLines = 40
 type Cluster struct {
 	// Name is the cluster's name, also its Pulsar clusterName.
 	Name string
-	// ServiceURL is the binary-protocol URL, pulsar://127.0.0.1:PORT.
+	// ServiceURL is the binary-protocol URL, pulsar://127.0.0.1:PORT
+	// (pulsar+ssl://127.0.0.1:PORT for a secure bed).
 	ServiceURL string
-	// AdminURL is the HTTP admin URL, http://127.0.0.1:PORT.
+	// AdminURL is the HTTP admin URL, http://127.0.0.1:PORT
+	// (https://127.0.0.1:PORT for a secure bed).
 	AdminURL string
 
 	java       string
@@ -35,6 +37,7 @@ type Cluster struct {
 	confPath   string
 	logPath    string
 	brokerPort int
+	sec        *secrets // nil unless the bed is secure
 
 	mu   sync.Mutex // guards proc; held across start and signal, not waits
 	proc *process   // nil before the first start
@@ -170,7 +173,7 @@ func (c *Cluster) errorf(op string, err error) error {
 
 // newCluster prepares (but does not start) a cluster: its data dir, ports,
 // config file and JVM command line.
-func newCluster(s *setup, name string, brokerPort, webPort int) (*Cluster, error) {
+func newCluster(s *setup, name string, ports portSet) (*Cluster, error) {
 	dataDir, err := os.MkdirTemp(s.opts.DataDir, dataDirPrefix+name+"-")
 	if err != nil {
 		return nil, fmt.Errorf("testbed: cluster %s: data dir: %w", name, err)
@@ -186,9 +189,10 @@ func newCluster(s *setup, name string, brokerPort, webPort int) (*Cluster, error
 		dataDir:    dataDir,
 		confPath:   filepath.Join(dataDir, "standalone.conf"),
 		logPath:    filepath.Join(dataDir, "pulsar.log"),
-		brokerPort: brokerPort,
+		brokerPort: ports.broker,
+		sec:        s.sec,
 	}
-	if err := c.configure(s, brokerPort, webPort); err != nil {
+	if err := c.configure(s, ports); err != nil {
 		c.removeData()
 		return nil, err
 	}
@@ -197,15 +201,20 @@ func newCluster(s *setup, name string, brokerPort, webPort int) (*Cluster, error
 
 // configure (re)writes the config for the given ports and sets the URLs and
 // the command line.
-func (c *Cluster) configure(s *setup, brokerPort, webPort int) error {
-	conf := renderConfig(s.baseConf, brokerConfig(c.Name, brokerPort, webPort, s.opts.ExtraConfig))
+func (c *Cluster) configure(s *setup, ports portSet) error {
+	brokerPort, webPort := ports.broker, ports.web
+	conf := renderConfig(s.baseConf, brokerConfig(c.Name, brokerPort, webPort, c.sec, s.opts.ExtraConfig))
 	if err := os.WriteFile(c.confPath, conf, 0o644); err != nil {
 		return fmt.Errorf("testbed: cluster %s: write config: %w", c.Name, err)
 	}
 	c.brokerPort = brokerPort
 	c.ServiceURL = "pulsar://127.0.0.1:" + strconv.Itoa(brokerPort)
 	c.AdminURL = "http://127.0.0.1:" + strconv.Itoa(webPort)
-	c.args = jvmCommandLine(s.home, s.tuning, s.share, c.confPath, c.dataDir)
+	if c.sec != nil {
+		c.ServiceURL = "pulsar+ssl://127.0.0.1:" + strconv.Itoa(brokerPort)
+		c.AdminURL = "https://127.0.0.1:" + strconv.Itoa(webPort)
+	}
+	c.args = jvmCommandLine(s.home, s.tuning, s.share, c.confPath, c.dataDir, ports.bookie)
 	return nil
 }
 

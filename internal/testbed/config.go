@@ -11,8 +11,9 @@ import (
 )
 
 // brokerConfig returns the settings a test-bed cluster overrides in the
-// distribution's conf/standalone.conf. extra is applied last and wins.
-func brokerConfig(name string, brokerPort, webPort int, extra map[string]string) map[string]string {
+// distribution's conf/standalone.conf. With sec the cluster is secure (see
+// secureConfig). extra is applied last and wins.
+func brokerConfig(name string, brokerPort, webPort int, sec *secrets, extra map[string]string) map[string]string {
 	kv := map[string]string{
 		"clusterName":        name,
 		"brokerServicePort":  strconv.Itoa(brokerPort),
@@ -20,6 +21,10 @@ func brokerConfig(name string, brokerPort, webPort int, extra map[string]string)
 		"bindAddress":        "127.0.0.1",
 		"advertisedAddress":  "127.0.0.1",
 		"listeningInterface": "lo", // else the bookie binds 0.0.0.0
+		// Counter-intuitively, the standalone's bookie uses the
+		// --bookkeeper-port it is given only when this is true; otherwise it
+		// picks a random port, so its id changes on every restart.
+		"allowEphemeralPorts": "true",
 		// One bookie: defaults of 2/2/2 make ledger creation fail.
 		"managedLedgerDefaultEnsembleSize": "1",
 		"managedLedgerDefaultWriteQuorum":  "1",
@@ -34,8 +39,58 @@ func brokerConfig(name string, brokerPort, webPort int, extra map[string]string)
 		"webSocketServiceEnabled": "false",
 		"functionsWorkerEnabled":  "false",
 	}
+	if sec != nil {
+		maps.Copy(kv, secureConfig(sec, brokerPort, webPort))
+	}
 	maps.Copy(kv, extra)
 	return kv
+}
+
+// Class names of the token authentication provider (broker side) and
+// plugin (the broker's own clients).
+const (
+	tokenProvider = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
+	tokenPlugin   = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
+)
+
+// secureConfig returns the settings of a secure cluster: TLS only (the
+// plain ports are disabled, so the binary protocol and the admin API
+// listen on brokerPort and webPort with TLS), client certificates
+// required, and token authentication required on both. Authorization stays
+// off: every authenticated role may produce and consume.
+//
+// The broker's own clients (namespace setup, lookups, the transaction
+// coordinator, system topics) go through the TLS ports too, so they trust
+// the CA, present the client certificate and authenticate as AdminRole
+// with a token they read from a file: the token itself is never written to
+// the config or the log.
+func secureConfig(sec *secrets, brokerPort, webPort int) map[string]string {
+	return map[string]string{
+		// Empty disables the plain-text listeners.
+		"brokerServicePort":    "",
+		"webServicePort":       "",
+		"brokerServicePortTls": strconv.Itoa(brokerPort),
+		"webServicePortTls":    strconv.Itoa(webPort),
+
+		"tlsCertificateFilePath":               sec.brokerCertFile,
+		"tlsKeyFilePath":                       sec.brokerKeyFile,
+		"tlsTrustCertsFilePath":                sec.caFile,
+		"tlsAllowInsecureConnection":           "false",
+		"tlsRequireTrustedClientCertOnConnect": "true",
+
+		"authenticationEnabled":   "true",
+		"authenticationProviders": tokenProvider,
+		"tokenSecretKey":          "file://" + sec.keyFile,
+		"superUserRoles":          AdminRole,
+		"authorizationEnabled":    "false",
+
+		"brokerClientTlsEnabled":               "true",
+		"brokerClientTrustCertsFilePath":       sec.caFile,
+		"brokerClientCertificateFilePath":      sec.clientCertFile,
+		"brokerClientKeyFilePath":              sec.clientKeyFile,
+		"brokerClientAuthenticationPlugin":     tokenPlugin,
+		"brokerClientAuthenticationParameters": "file://" + sec.adminTokenFile,
+	}
 }
 
 // renderConfig rewrites a Java properties file: every "key=value" line

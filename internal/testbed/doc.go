@@ -14,6 +14,13 @@
 //   - A Bed hands the clusters to the rest of the project as a
 //     *topology.Topology (topology -> router -> producer), and each Cluster
 //     can be stopped, killed, paused, resumed and restarted for fault tests.
+//   - With Options.Secure the clusters accept only TLS with a client
+//     certificate and only token-authenticated clients. Start generates the
+//     material in Go (a throwaway CA, RSA certificates in PKCS#8 PEM, an
+//     HS256 key and tokens signed by SignToken) into a directory that
+//     Bed.Stop removes; the topology then carries pulsar+ssl:// and https://
+//     URLs, the TLS files and a token file, readiness goes through TLS and a
+//     token as well, and no token is ever written to a config file or a log.
 //
 // JVMs never outlive the process that started them: each runs in its own
 // process group with a parent-death signal, and the package kills every JVM

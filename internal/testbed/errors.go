@@ -23,6 +23,9 @@ var (
 	ErrRunning = errors.New("testbed: cluster already running")
 	// ErrBadOptions is returned when Options hold an invalid value.
 	ErrBadOptions = errors.New("testbed: invalid options")
+	// ErrNotSecure is returned by Bed.Token when the bed was not started
+	// with Options.Secure.
+	ErrNotSecure = errors.New("testbed: bed is not secure")
 )
 
 // ClusterError reports a failure of one cluster. It carries the tail of the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -61,8 +62,10 @@ func fixedJVMArgs(home string) []string {
 }
 
 // jvmCommandLine returns the java arguments for one standalone cluster.
-// share holds the class-data-sharing flags (may be empty).
-func jvmCommandLine(home string, tuning, share []string, confPath, dataDir string) []string {
+// share holds the class-data-sharing flags (may be empty). The bookie
+// listens on bookiePort (see portSet.bookie; the standalone honours it only
+// with allowEphemeralPorts=true, which brokerConfig sets).
+func jvmCommandLine(home string, tuning, share []string, confPath, dataDir string, bookiePort int) []string {
 	args := append([]string(nil), share...)
 	args = append(args, tuning...)
 	args = append(args, fixedJVMArgs(home)...)
@@ -73,6 +76,7 @@ func jvmCommandLine(home string, tuning, share []string, confPath, dataDir strin
 		"--config", confPath,
 		"--metadata-dir", filepath.Join(dataDir, "metadata"),
 		"--bookkeeper-dir", filepath.Join(dataDir, "bookkeeper"),
+		"--bookkeeper-port", strconv.Itoa(bookiePort),
 		"--no-functions-worker",
 		"--no-stream-storage",
 	)

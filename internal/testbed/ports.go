@@ -19,6 +19,30 @@ const (
 	ephemeralDefLow = 32768
 )
 
+// portSet is the ports of one cluster.
+type portSet struct {
+	broker int // binary protocol (TLS in secure mode)
+	web    int // admin API (https in secure mode)
+	// bookie is the in-process bookie's port. A fixed port keeps the
+	// bookie's id (host:port) across restarts; with a new random port the
+	// restarted broker could still see the dead bookie's registration and
+	// fail new ledgers with "Not enough non-faulty bookies" for a while.
+	bookie int
+}
+
+// clusterPorts returns n port sets whose ports are all distinct.
+func clusterPorts(n int) ([]portSet, error) {
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		return nil, err
+	}
+	sets := make([]portSet, n)
+	for i := range sets {
+		sets[i] = portSet{broker: ports[3*i], web: ports[3*i+1], bookie: ports[3*i+2]}
+	}
+	return sets, nil
+}
+
 // freePorts returns n distinct TCP ports on 127.0.0.1 that were free a
 // moment ago. All listeners stay open until every port is picked, so no
 // port is returned twice. Another process may still take a port before

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -52,14 +54,59 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			continue
 		}
 		conn.Close()
-		if last = probe(ctx, c.ServiceURL); last == nil {
+		if last = probe(ctx, c.clientOptions()); last != nil {
+			continue
+		}
+		if last = c.probeAdmin(ctx); last == nil {
 			return nil
 		}
 	}
 }
 
-// probe produces one message and one message in a committed transaction.
-func probe(ctx context.Context, serviceURL string) error {
+// clientOptions returns the options of a client that may use c: for a
+// secure cluster, TLS with the client certificate and an AdminRole token.
+func (c *Cluster) clientOptions() pulsar.ClientOptions {
+	o := pulsar.ClientOptions{URL: c.ServiceURL}
+	if c.sec != nil {
+		o.TLSTrustCertsFilePath = c.sec.caFile
+		o.TLSCertificateFile = c.sec.clientCertFile
+		o.TLSKeyFilePath = c.sec.clientKeyFile
+		o.TLSValidateHostname = true
+		o.Authentication = pulsar.NewAuthenticationToken(c.sec.adminToken)
+	}
+	return o
+}
+
+// probeAdmin checks that a secure cluster's https admin API accepts the
+// AdminRole token. Plain clusters need no check: their admin API answers
+// long before a produce succeeds.
+func (c *Cluster) probeAdmin(ctx context.Context) error {
+	if c.sec == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.AdminURL+"/admin/v2/clusters", nil)
+	if err != nil {
+		return err
+	}
+	client := c.sec.httpClient()
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin: %w", err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("admin: GET /admin/v2/clusters: HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// probe produces one message and one message in a committed transaction
+// with a client made from base (URL, TLS and authentication).
+func probe(ctx context.Context, base pulsar.ClientOptions) error {
 	timeout := maxProbe
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
@@ -69,13 +116,12 @@ func probe(ctx context.Context, serviceURL string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client, err := pulsar.NewClient(pulsar.ClientOptions{
-		URL:               serviceURL,
-		ConnectionTimeout: 3 * time.Second,
-		OperationTimeout:  min(timeout, 10*time.Second),
-		EnableTransaction: true,
-		Logger:            log.DefaultNopLogger(),
-	})
+	opts := base
+	opts.ConnectionTimeout = 3 * time.Second
+	opts.OperationTimeout = min(timeout, 10*time.Second)
+	opts.EnableTransaction = true
+	opts.Logger = log.DefaultNopLogger()
+	client, err := pulsar.NewClient(opts)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}

@@ -33,7 +33,7 @@ func TestRenderConfigOverridesInPlaceAndAppends(t *testing.T) {
 }
 
 func TestBrokerConfig(t *testing.T) {
-	kv := brokerConfig("local-3", 1111, 2222, map[string]string{"webServicePort": "9", "brokerDeduplicationEnabled": "true"})
+	kv := brokerConfig("local-3", 1111, 2222, nil, map[string]string{"webServicePort": "9", "brokerDeduplicationEnabled": "true"})
 	assert.Equal(t, "local-3", kv["clusterName"])
 	assert.Equal(t, "1111", kv["brokerServicePort"])
 	assert.Equal(t, "9", kv["webServicePort"], "ExtraConfig wins")
@@ -47,6 +47,7 @@ func TestBrokerConfig(t *testing.T) {
 		"listeningInterface":               "lo",
 		"transactionCoordinatorEnabled":    "true",
 		"journalFlushWhenQueueEmpty":       "true",
+		"allowEphemeralPorts":              "true",
 	} {
 		assert.Equal(t, v, kv[k], k)
 	}
@@ -61,6 +62,20 @@ func TestPropertyKey(t *testing.T) {
 	for _, line := range []string{"", "# a=b", "! a=b", "=b", "novalue"} {
 		_, ok := propertyKey(line)
 		assert.False(t, ok, line)
+	}
+}
+
+func TestClusterPortsAreDistinct(t *testing.T) {
+	sets, err := clusterPorts(4)
+	require.NoError(t, err)
+	require.Len(t, sets, 4)
+	seen := map[int]bool{}
+	for _, s := range sets {
+		for _, p := range []int{s.broker, s.web, s.bookie} {
+			assert.Positive(t, p)
+			assert.False(t, seen[p], "port %d twice", p)
+			seen[p] = true
+		}
 	}
 }
 
@@ -192,7 +207,7 @@ func TestClusterErrorCarriesLogTail(t *testing.T) {
 }
 
 func TestJVMCommandLine(t *testing.T) {
-	args := jvmCommandLine("/opt/pulsar", DefaultJVMArgs(), []string{"-XX:SharedArchiveFile=/x.jsa"}, "/d/standalone.conf", "/d")
+	args := jvmCommandLine("/opt/pulsar", DefaultJVMArgs(), []string{"-XX:SharedArchiveFile=/x.jsa"}, "/d/standalone.conf", "/d", 3333)
 	line := strings.Join(args, " ")
 	assert.Equal(t, "-XX:SharedArchiveFile=/x.jsa", args[0])
 	for _, want := range []string{
@@ -200,7 +215,7 @@ func TestJVMCommandLine(t *testing.T) {
 		"--add-opens java.base/java.nio=ALL-UNNAMED",
 		"-Dio.netty.tryReflectionSetAccessible=true",
 		"-XX:+UseSerialGC",
-		mainClass + " --config /d/standalone.conf --metadata-dir /d/metadata --bookkeeper-dir /d/bookkeeper --no-functions-worker --no-stream-storage",
+		mainClass + " --config /d/standalone.conf --metadata-dir /d/metadata --bookkeeper-dir /d/bookkeeper --bookkeeper-port 3333 --no-functions-worker --no-stream-storage",
 	} {
 		assert.Contains(t, line, want)
 	}
