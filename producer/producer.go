@@ -185,6 +185,9 @@ func (p *Producer) place(key string) (*cluster, *partition, uint64) {
 // error to name.
 func (p *Producer) pick(ctx context.Context, key string) (*cluster, *partition, error) {
 	c, pt, h := p.place(key)
+	if err := ctx.Err(); err != nil {
+		return c, pt, err
+	}
 	if !c.health.down.Load() {
 		return c, pt, nil
 	}

@@ -1,0 +1,48 @@
+package producer_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keyroute/keyroute/producer"
+)
+
+func TestCancelledCtxFailsAtHandOver(t *testing.T) {
+	bed := newFakeBed(2)
+	p := newProducer(t, bed, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := p.Send(ctx, &producer.Message{Key: "k"})
+	require.ErrorIs(t, err, context.Canceled)
+	var se *producer.SendError
+	require.ErrorAs(t, err, &se)
+	c, part := p.Placement("k")
+	assert.Equal(t, c, se.Cluster)
+	assert.Equal(t, part, se.Partition)
+	var got error
+	p.SendAsync(ctx, &producer.Message{Key: "k"}, func(_ producer.ID, _ *producer.Message, err error) { got = err })
+	require.ErrorIs(t, got, context.Canceled)
+	assert.Empty(t, bed.writer(c, part).keys(), "nothing reached the writer")
+}
+
+func TestOddKeysRouteLikeAnyOther(t *testing.T) {
+	bed := newFakeBed(4)
+	p := newProducer(t, bed, 5)
+	for _, key := range []string{
+		"\xff\xfe\x00binary",       // not UTF-8, with a NUL
+		strings.Repeat("k", 1<<20), // 1 MiB
+		"ключ-日本",                  // multibyte UTF-8
+	} {
+		id, err := p.Send(context.Background(), &producer.Message{Key: key}) // nil Value: empty payload
+		require.NoError(t, err)
+		c, part := p.Placement(key)
+		assert.Equal(t, c, id.Cluster)
+		assert.Equal(t, part, id.Partition)
+		got := bed.writer(c, part).keys()
+		assert.Equal(t, key, got[len(got)-1], "the key reaches the writer byte for byte")
+	}
+}

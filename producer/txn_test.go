@@ -1,0 +1,578 @@
+package producer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keyroute/keyroute/producer"
+)
+
+var errBoom = errors.New("boom")
+
+// stage sends one message per key (value "key/i") into tx.
+func stage(t *testing.T, tx *producer.Txn, keys []string, rounds int) {
+	t.Helper()
+	for r := range rounds {
+		for _, k := range keys {
+			require.NoError(t, tx.Send(&producer.Message{Key: k, Value: fmt.Appendf(nil, "%s/%d", k, r)}))
+		}
+	}
+}
+
+// spread returns keys covering the first n clusters, three per cluster.
+func spread(p *producer.Producer, n int) []string {
+	var keys []string
+	for _, c := range p.Clusters()[:n] {
+		keys = append(keys, txnKeysOn(p, c, 3)...)
+	}
+	return keys
+}
+
+func TestTxnStagedAbortSendsNothing(t *testing.T) {
+	bed := newTxnBed(4)
+	p := newTxnProducer(t, bed, 3)
+	tx, err := p.BeginTxn()
+	require.NoError(t, err)
+	stage(t, tx, spread(p, 3), 5)
+	n, _ := tx.Len()
+	require.Equal(t, 45, n)
+
+	require.NoError(t, tx.Abort())
+	require.NoError(t, tx.Abort(), "a second Abort is harmless")
+	assert.Empty(t, bed.log(), "no Pulsar transaction begun, nothing sent")
+
+	assert.ErrorIs(t, tx.Send(&producer.Message{Key: "x"}), producer.ErrTxnDone)
+	_, err = tx.Commit(context.Background())
+	assert.ErrorIs(t, err, producer.ErrTxnDone)
+	assert.Empty(t, bed.log())
+}
+
+func TestTxnCommitWritesEveryMessageOnceInOrderOnItsPlacement(t *testing.T) {
+	bed := newTxnBed(4)
+	p := newTxnProducer(t, bed, 5)
+	keys := spread(p, 3)
+	tx, err := p.BeginTxn()
+	require.NoError(t, err)
+	stage(t, tx, keys, 10)
+	res, err := tx.Commit(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, p.Clusters()[:3], res.Clusters, "touched clusters, topology order")
+	require.Len(t, res.IDs, len(keys)*10)
+	for i, id := range res.IDs {
+		c, part := p.Placement(keys[i%len(keys)])
+		assert.Equal(t, c, id.Cluster)
+		assert.Equal(t, part, id.Partition)
+	}
+
+	// One begin and one commit per touched cluster, none elsewhere.
+	for i, c := range p.Clusters() {
+		want := 0
+		if i < 3 {
+			want = 1
+		}
+		assert.Equal(t, want, bed.count("begin", c), c)
+		assert.Equal(t, want, bed.count("commit", c), c)
+	}
+	assert.Zero(t, bed.count("abort", ""))
+
+	// Visible exactly once, in per-key order, on the key's placement.
+	vis := bed.visible()
+	perKey := map[string]int{}
+	for cluster, parts := range vis {
+		for part, ks := range parts {
+			for _, k := range ks {
+				c, pt := p.Placement(k)
+				require.Equal(t, c, cluster, k)
+				require.Equal(t, pt, part, k)
+				perKey[k]++
+			}
+		}
+	}
+	for _, k := range keys {
+		assert.Equal(t, 10, perKey[k], k)
+	}
+	_, err = tx.Commit(context.Background())
+	assert.ErrorIs(t, err, producer.ErrTxnDone)
+	assert.ErrorIs(t, tx.Abort(), producer.ErrTxnDone)
+}
+
+func TestTxnEmptyCommitDoesNothing(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 2)
+	tx, err := p.BeginTxn()
+	require.NoError(t, err)
+	res, err := tx.Commit(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, res.Clusters)
+	assert.Empty(t, bed.log())
+}
+
+func TestTxnTooLarge(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 2)
+
+	tx, err := p.BeginTxn(producer.TxnMaxMessages(3))
+	require.NoError(t, err)
+	for i := range 3 {
+		require.NoError(t, tx.Send(&producer.Message{Key: fmt.Sprint(i)}))
+	}
+	err = tx.Send(&producer.Message{Key: "fourth"})
+	require.ErrorIs(t, err, producer.ErrTxnTooLarge)
+	var se *producer.SendError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "fourth", se.Key)
+	assert.Contains(t, err.Error(), "TxnMaxMessages(3)")
+	// The transaction stays usable with what it holds.
+	res, err := tx.Commit(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, res.IDs, 3)
+
+	tx, err = p.BeginTxn(producer.TxnMaxBytes(10))
+	require.NoError(t, err)
+	require.NoError(t, tx.Send(&producer.Message{Key: "k", Value: []byte("123456789")}))
+	err = tx.Send(&producer.Message{Key: "k", Value: []byte("x")})
+	require.ErrorIs(t, err, producer.ErrTxnTooLarge)
+	assert.Contains(t, err.Error(), "TxnMaxBytes(10)")
+	require.NoError(t, tx.Abort())
+}
+
+func TestTxnAllSendsFinishBeforeTheFirstCommit(t *testing.T) {
+	bed := newTxnBed(4)
+	p := newTxnProducer(t, bed, 3)
+	c2 := p.Clusters()[1]
+	bed.hold[c2] = true
+	tx, err := p.BeginTxn()
+	require.NoError(t, err)
+	keys := spread(p, 3)
+	stage(t, tx, keys, 4)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := tx.Commit(context.Background())
+		done <- err
+	}()
+	// Wait until c2 has every send handed over and the others acked.
+	require.Eventually(t, func() bool { return bed.count("send", "") == len(keys)*4 }, 5*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	assert.Zero(t, bed.count("commit", ""), "no commit while a cluster has unacknowledged sends")
+	bed.release(c2)
+	require.NoError(t, <-done)
+
+	ev := bed.log()
+	firstCommit := slices.IndexFunc(ev, func(e txnEvent) bool { return e.op == "commit" })
+	lastAck := -1
+	for i, e := range ev {
+		if e.op == "ack" {
+			lastAck = i
+		}
+	}
+	require.GreaterOrEqual(t, firstCommit, 0)
+	assert.Less(t, lastAck, firstCommit, "every ack precedes the first commit: %v", ev)
+	assert.Equal(t, 3, bed.count("commit", ""))
+}
+
+func TestTxnFailureBeforeFirstCommitAbortsAll(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 3)
+	c := p.Clusters()
+	bed.sendFail[c[1]] = sendFault{at: 2, err: errBoom}
+	tx, err := p.BeginTxn()
+	require.NoError(t, err)
+	stage(t, tx, spread(p, 3), 2)
+	_, err = tx.Commit(context.Background())
+
+	require.ErrorIs(t, err, producer.ErrTxnAborted)
+	require.ErrorIs(t, err, errBoom)
+	var ae *producer.TxnAbortError
+	require.ErrorAs(t, err, &ae)
+	var se *producer.SendError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, c[1], se.Cluster)
+
+	for _, e := range bed.log() {
+		if e.op == "commit" {
+			assert.Zero(t, e.n, "only empty transactions are ended by a commit: %v", e)
+		}
+	}
+	assert.Equal(t, 1, bed.count("begin", c[1]), "a failure after a write is not retried")
+	// Every cluster whose transaction may hold a write is aborted and named.
+	for _, name := range ae.MaybeVisible {
+		assert.Equal(t, 1, bed.count("abort", name), name)
+	}
+	assert.Contains(t, ae.MaybeVisible, c[1])
+	assert.Empty(t, bed.visible())
+	assert.Contains(t, err.Error(), "pulsar-client-go#1498")
+}
+
+func TestTxnPreWriteFailureIsRetriedWithoutAborts(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 2)
+	c := p.Clusters()
+	// The partition could not be added to the transaction: nothing written.
+	bed.sendFail[c[1]] = sendFault{at: 0, err: errors.Join(pulsar.ErrTransaction, errBoom)}
+	tx, err := p.BeginTxn()
+	require.NoError(t, err)
+	require.NoError(t, tx.Send(&producer.Message{Key: txnKeysOn(p, c[1], 1)[0]}))
+	_, err = tx.Commit(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 2, bed.count("begin", c[1]))
+	assert.Zero(t, bed.count("abort", ""), "an empty transaction is ended by an (empty) commit, never an abort")
+	assert.Equal(t, 2, bed.count("commit", c[1]), "the empty one and the real one")
+}
+
+func TestTxnBeginFailureRetriesAreBounded(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 2)
+	c := p.Clusters()
+	bed.beginErrs[c[1]] = []error{errBoom, errBoom, errBoom, errBoom, errBoom}
+	tx, err := p.BeginTxn(producer.TxnRetries(2))
+	require.NoError(t, err)
+	stage(t, tx, spread(p, 2), 1)
+	_, err = tx.Commit(context.Background())
+	require.ErrorIs(t, err, producer.ErrTxnAborted)
+	require.ErrorIs(t, err, errBoom)
+	var ce *producer.ClusterError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, c[1], ce.Cluster)
+	assert.Equal(t, 3, bed.count("beginfail", c[1]), "one try and two retries")
+	assert.Equal(t, 3, bed.count("begin", c[0]))
+	assert.Equal(t, 3, bed.count("commit", c[0]), "each begun transaction ended empty")
+	assert.Zero(t, bed.count("send", ""))
+	assert.Zero(t, bed.count("abort", ""))
+
+	// A transient failure heals within the retries.
+	bed.beginErrs[c[1]] = []error{errBoom}
+	tx, err = p.BeginTxn()
+	require.NoError(t, err)
+	stage(t, tx, spread(p, 2), 1)
+	_, err = tx.Commit(context.Background())
+	require.NoError(t, err)
+}
+
+func TestTxnFailureAfterSomeCommitsIsTyped(t *testing.T) {
+	bed := newTxnBed(3)
+	p := newTxnProducer(t, bed, 4)
+	c := p.Clusters()
+	bed.commitErr[c[1]] = errBoom
+	bed.commitErr[c[3]] = errBoom
+	tx, err := p.BeginTxn()
+	require.NoError(t, err)
+	stage(t, tx, spread(p, 4), 2)
+	res, err := tx.Commit(context.Background())
+
+	var pce *producer.PartialCommitError
+	require.ErrorAs(t, err, &pce)
+	assert.Equal(t, []string{c[0], c[2]}, pce.Committed)
+	assert.Equal(t, []string{c[1], c[3]}, pce.Failed)
+	require.Len(t, pce.Errs, 2)
+	assert.ErrorIs(t, pce.Errs[c[1]], errBoom)
+	assert.ErrorIs(t, err, errBoom)
+	assert.NotErrorIs(t, err, producer.ErrTxnAborted)
+	assert.Equal(t, pce.Committed, res.Clusters)
+	assert.Equal(t, 1, bed.count("begin", c[1]), "never retried")
+	vis := bed.visible()
+	assert.Contains(t, vis, c[0])
+	assert.NotContains(t, vis, c[1])
+}
+
+func TestTxnCommitWithoutAnswerIsUnknownAndBounded(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 2)
+	c := p.Clusters()
+	hang := make(chan struct{})
+	bed.hang[c[1]] = hang
+	defer close(hang) // lets the abandoned call finish
+	tx, err := p.BeginTxn(producer.TxnTimeout(200 * time.Millisecond))
+	require.NoError(t, err)
+	stage(t, tx, spread(p, 2), 2)
+	start := time.Now()
+	_, err = tx.Commit(context.Background())
+	assert.Less(t, time.Since(start), 3*time.Second, "bounded by the transaction timeout")
+	var pce *producer.PartialCommitError
+	require.ErrorAs(t, err, &pce)
+	assert.Equal(t, []string{c[0]}, pce.Committed)
+	assert.Equal(t, []string{c[1]}, pce.Failed)
+	assert.ErrorIs(t, pce.Errs[c[1]], producer.ErrTxnOutcomeUnknown)
+
+	// The same bounded by ctx.
+	tx, err = p.BeginTxn()
+	require.NoError(t, err)
+	stage(t, tx, spread(p, 2), 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = tx.Commit(ctx)
+	require.ErrorAs(t, err, &pce)
+	assert.Equal(t, []string{c[1]}, pce.Failed)
+	assert.ErrorIs(t, err, producer.ErrTxnOutcomeUnknown)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestTxnBeginWithoutAnswerIsBounded(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 2)
+	c := p.Clusters()
+	hang := make(chan struct{})
+	bed.beginHang[c[1]] = hang
+	tx, err := p.BeginTxn(producer.TxnTimeout(200*time.Millisecond), producer.TxnRetries(0))
+	require.NoError(t, err)
+	stage(t, tx, spread(p, 2), 1)
+	start := time.Now()
+	_, err = tx.Commit(context.Background())
+	assert.Less(t, time.Since(start), 3*time.Second)
+	require.ErrorIs(t, err, producer.ErrTxnAborted)
+	var ce *producer.ClusterError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, c[1], ce.Cluster)
+	assert.Zero(t, bed.count("send", ""))
+	require.Eventually(t, func() bool { return bed.count("commit", c[0]) == 1 }, 5*time.Second, time.Millisecond,
+		"the begun one is ended empty")
+	close(hang)
+	// The late begin is ended too, with an empty commit.
+	require.Eventually(t, func() bool { return bed.count("commit", c[1]) == 1 }, 5*time.Second, time.Millisecond)
+	assert.Zero(t, bed.count("abort", ""))
+}
+
+func TestTxnBeforeCommitHook(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 3)
+	c := p.Clusters()
+	var seen []string
+	hook := func(_ context.Context, clusters []string) error {
+		seen = clusters
+		assert.Equal(t, 12, bed.count("ack", ""), "hook runs after every ack")
+		assert.Zero(t, bed.count("commit", ""), "and before any commit")
+		return nil
+	}
+	require.NoError(t, p.RunInTxn(context.Background(), func(_ context.Context, tx *producer.Txn) error {
+		stage(t, tx, txnKeysOn(p, c[0], 2), 3)
+		stage(t, tx, txnKeysOn(p, c[2], 2), 3)
+		return nil
+	}, producer.BeforeCommit(hook)))
+	assert.Equal(t, []string{c[0], c[2]}, seen)
+
+	// An error from the hook aborts everything; the writes may be visible (#1498).
+	err := p.RunInTxn(context.Background(), func(_ context.Context, tx *producer.Txn) error {
+		stage(t, tx, spread(p, 3), 1)
+		return nil
+	}, producer.BeforeCommit(func(context.Context, []string) error { return errBoom }))
+	require.ErrorIs(t, err, errBoom)
+	var ae *producer.TxnAbortError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, c, ae.MaybeVisible)
+	assert.Equal(t, 3, bed.count("abort", ""))
+}
+
+func TestTxnSingleCluster(t *testing.T) {
+	bed := newTxnBed(4)
+	p := newTxnProducer(t, bed, 3)
+	c := p.Clusters()
+	a, b := txnKeysOn(p, c[0], 2), txnKeysOn(p, c[1], 1)[0]
+	tx, err := p.BeginTxn(producer.TxnSingleCluster())
+	require.NoError(t, err)
+	require.NoError(t, tx.Send(&producer.Message{Key: a[0]}))
+	require.NoError(t, tx.Send(&producer.Message{Key: a[1]}))
+	for range 20 {
+		require.NoError(t, tx.Send(&producer.Message{Value: []byte("keyless")}))
+	}
+	err = tx.Send(&producer.Message{Key: b})
+	require.ErrorIs(t, err, producer.ErrTxnCrossCluster)
+	var ce *producer.CrossClusterError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, producer.CrossClusterError{Key: b, Cluster: c[1], TxnCluster: c[0]}, *ce)
+	assert.Contains(t, err.Error(), fmt.Sprintf("%q", b))
+	assert.Contains(t, err.Error(), fmt.Sprintf("%q", c[0]))
+	assert.Contains(t, err.Error(), fmt.Sprintf("%q", c[1]))
+
+	res, err := tx.Commit(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{c[0]}, res.Clusters, "keyless messages stay on the transaction's cluster")
+	assert.Equal(t, 22, bed.count("send", c[0]))
+}
+
+func TestTxnCtxEndsDuringSends(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 2)
+	c := p.Clusters()
+	bed.hold[c[0]] = true
+	tx, err := p.BeginTxn()
+	require.NoError(t, err)
+	stage(t, tx, spread(p, 2), 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = tx.Commit(ctx)
+	assert.Less(t, time.Since(start), 2*time.Second, "returns at the ctx, not at the acks")
+	require.ErrorIs(t, err, ctx.Err())
+	require.ErrorIs(t, err, producer.ErrTxnAborted)
+	var ae *producer.TxnAbortError
+	require.ErrorAs(t, err, &ae)
+	assert.Contains(t, ae.MaybeVisible, c[0])
+	assert.Zero(t, bed.count("commit", c[0]))
+
+	// The abort completes in the background once the sends finish.
+	bed.release(c[0])
+	require.Eventually(t, func() bool { return bed.count("abort", c[0]) == 1 }, 5*time.Second, time.Millisecond)
+	assert.Zero(t, bed.count("commit", c[0]))
+}
+
+func TestTxnCtxEndedBeforeCommit(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := p.RunInTxn(ctx, func(ctx context.Context, tx *producer.Txn) error {
+		stage(t, tx, spread(p, 2), 1)
+		cancel()
+		return nil
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, producer.ErrTxnAborted)
+	assert.Zero(t, bed.count("send", ""), "nothing sent")
+	assert.Empty(t, bed.visible())
+}
+
+func TestRunInTxn(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 2)
+	c := p.Clusters()
+
+	// An error from fn aborts: nothing sent, fn's error returned as is.
+	err := p.RunInTxn(context.Background(), func(_ context.Context, tx *producer.Txn) error {
+		stage(t, tx, spread(p, 2), 3)
+		return errBoom
+	})
+	require.Equal(t, errBoom, err)
+	assert.Empty(t, bed.log())
+
+	// fn runs once, even when the commit is retried.
+	bed.beginErrs[c[0]] = []error{errBoom}
+	runs := 0
+	err = p.RunInTxn(context.Background(), func(_ context.Context, tx *producer.Txn) error {
+		runs++
+		stage(t, tx, spread(p, 2), 3)
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, runs)
+	assert.Equal(t, 2, bed.count("commit", c[0])+bed.count("commit", c[1])-1, "one empty end, two real commits")
+	assert.Len(t, bed.visible(), 2)
+}
+
+func TestTxnDisabled(t *testing.T) {
+	bed := newTxnBed(2)
+	bed.noTxn["c2"] = true
+	p := newTxnProducer(t, bed, 2)
+	_, err := p.BeginTxn()
+	assert.ErrorIs(t, err, producer.ErrTxnDisabled)
+	err = p.RunInTxn(context.Background(), func(context.Context, *producer.Txn) error { return nil })
+	assert.ErrorIs(t, err, producer.ErrTxnDisabled)
+	_, err = p.SendTxnBulk(context.Background(), []*producer.Message{{Key: "a"}}, 10)
+	assert.ErrorIs(t, err, producer.ErrTxnDisabled)
+}
+
+func TestTxnBadOptions(t *testing.T) {
+	p := newTxnProducer(t, newTxnBed(1), 1)
+	for _, o := range []producer.TxnOpt{producer.TxnTimeout(0), producer.TxnMaxMessages(0),
+		producer.TxnMaxBytes(0), producer.TxnRetries(-1)} {
+		_, err := p.BeginTxn(o)
+		assert.ErrorIs(t, err, producer.ErrBadOption)
+	}
+	_, err := p.SendTxnBulk(context.Background(), nil, 0)
+	assert.ErrorIs(t, err, producer.ErrBadOption)
+}
+
+func TestTxnAfterClose(t *testing.T) {
+	bed := newTxnBed(1)
+	p := newTxnProducer(t, bed, 1)
+	tx, err := p.BeginTxn()
+	require.NoError(t, err)
+	require.NoError(t, tx.Send(&producer.Message{Key: "a"}))
+	require.NoError(t, p.Close(context.Background()))
+	_, err = tx.Commit(context.Background())
+	assert.ErrorIs(t, err, producer.ErrClosed)
+	assert.ErrorIs(t, err, producer.ErrTxnAborted)
+	_, err = p.BeginTxn()
+	assert.ErrorIs(t, err, producer.ErrClosed)
+	assert.Empty(t, bed.log())
+}
+
+func TestSendTxnBulk(t *testing.T) {
+	bed := newTxnBed(4)
+	p := newTxnProducer(t, bed, 3)
+	var msgs []*producer.Message
+	for i := range 1000 {
+		msgs = append(msgs, &producer.Message{Key: fmt.Sprintf("key-%d", i%37), Value: fmt.Appendf(nil, "%d", i)})
+	}
+	res, err := p.SendTxnBulk(context.Background(), msgs, 100)
+	require.NoError(t, err)
+	assert.Equal(t, 1000, res.Committed)
+	assert.Nil(t, res.NotCommitted)
+
+	perCluster := map[string]int{}
+	for _, m := range msgs {
+		c, _ := p.Placement(m.Key)
+		perCluster[c]++
+	}
+	txns := 0
+	for c, n := range perCluster {
+		want := (n + 99) / 100
+		assert.Equal(t, want, bed.count("begin", c), c)
+		txns += want
+	}
+	assert.Equal(t, txns, res.Txns)
+	for _, e := range bed.log() {
+		if e.op == "commit" {
+			assert.LessOrEqual(t, e.n, 100)
+		}
+	}
+	// Every message visible once, per-key order kept.
+	got := map[string]int{}
+	for _, parts := range bed.visible() {
+		for _, ks := range parts {
+			for _, k := range ks {
+				got[k]++
+			}
+		}
+	}
+	assert.Len(t, got, 37)
+	total := 0
+	for _, n := range got {
+		total += n
+	}
+	assert.Equal(t, 1000, total)
+}
+
+func TestSendTxnBulkStopsAtFirstFailure(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 2)
+	c := p.Clusters()
+	bed.commitErr[c[1]] = errBoom
+	var msgs []*producer.Message
+	for i := range 200 {
+		msgs = append(msgs, &producer.Message{Key: fmt.Sprintf("key-%d", i%20)})
+	}
+	res, err := p.SendTxnBulk(context.Background(), msgs, 10)
+	var pce *producer.PartialCommitError
+	require.ErrorAs(t, err, &pce)
+	assert.Equal(t, []string{c[1]}, pce.Failed)
+	assert.Equal(t, 1, bed.count("commitfail", c[1]), "no further transaction on the failed cluster")
+	// Every message of c[1] is reported not committed; the counts add up.
+	notCommitted := map[int]bool{}
+	for _, i := range res.NotCommitted {
+		notCommitted[i] = true
+	}
+	for i, m := range msgs {
+		if cl, _ := p.Placement(m.Key); cl == c[1] {
+			assert.True(t, notCommitted[i], "message %d", i)
+		}
+	}
+	assert.Equal(t, 200, res.Committed+len(res.NotCommitted))
+	assert.True(t, slices.IsSorted(res.NotCommitted))
+}
