@@ -12,11 +12,13 @@
 //
 // Messages with the same non-empty key always go to the same cluster and
 // partition while the topology's cluster names and weights and the topic's
-// partition count stay the same. Messages of one key handed over by one
-// goroutine are written, acknowledged and reported (callbacks run) in the
-// order that goroutine handed them over, across Send and SendAsync alike.
-// Messages handed over concurrently by different goroutines have no order
-// between them. A message with an empty key has no order promise: keyless
+// partition count stay the same (and, under the Spill policy, while their
+// cluster is up). Messages of one key are written, acknowledged and
+// reported (callbacks run) in the order they were handed over, across Send
+// and SendAsync alike, whenever each hand-over returned before the next
+// began: one goroutine's sends, or sends ordered by the caller's own
+// synchronisation. Messages handed over concurrently have no order between
+// them. A message with an empty key has no order promise: keyless
 // messages are spread over clusters and partitions in runs of 64.
 //
 // # Outcomes
@@ -38,6 +40,24 @@
 // that finds its cluster's share full waits for space until its ctx ends.
 // A message is held against the limits from the moment it is accepted until
 // its callback has returned.
+//
+// # Cluster health
+//
+// A cluster that holds messages and acknowledges none for DownAfter counts
+// as down until its next acknowledgement; Health reports the state. What
+// happens to new messages for a down cluster is the OnClusterDown policy:
+// FailFast (the default: ErrClusterDown at once), WaitUp (wait a bounded
+// time for recovery) or Spill (send to the key's next cluster, which breaks
+// per-key order). Messages accepted before the cluster went down stay with
+// its writers: they are written when it comes back, or fail at the send
+// timeout.
+//
+// # Transactions
+//
+// Txn (BeginTxn, RunInTxn, SendTxnBulk) stages messages and writes them at
+// Commit, one Pulsar transaction per touched cluster. A transaction is
+// atomic within a cluster, not across clusters; see Txn for the exact
+// guarantee and for the pulsar-client-go bug (#1498) it works around.
 //
 // # Errors
 //

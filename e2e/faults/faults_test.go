@@ -1,0 +1,118 @@
+//go:build e2e
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/keyroute/keyroute/internal/admin"
+	"github.com/keyroute/keyroute/internal/testbed"
+	"github.com/keyroute/keyroute/producer"
+)
+
+const (
+	rate      = 4000 // messages per second offered, over all clusters
+	downAfter = time.Second
+	before    = 6 * time.Second // healthy load before the fault
+	during    = 8 * time.Second // load while the cluster is broken
+	after     = 6 * time.Second // load after it is back
+)
+
+func newTopic(ctx context.Context, name string) string {
+	topic := fmt.Sprintf("persistent://public/default/%s-%d", name, time.Now().UnixNano())
+	for _, c := range bed.Clusters() {
+		Expect(admin.CreatePartitionedTopic(ctx, c.AdminURL, topic, 3)).To(Succeed())
+	}
+	return topic
+}
+
+// fault is one way to break a cluster and mend it again.
+type fault struct {
+	name  string
+	brk   func(*testbed.Cluster) error
+	mend  func(*testbed.Cluster, context.Context) error
+	fails bool // new messages for it fail (rather than all being delivered late)
+}
+
+var faults = []fault{
+	{"SIGKILL then restart", (*testbed.Cluster).Kill, (*testbed.Cluster).Restart, true},
+	{"SIGSTOP then SIGCONT", (*testbed.Cluster).Pause, func(c *testbed.Cluster, _ context.Context) error { return c.Resume() }, true},
+	{"graceful restart", (*testbed.Cluster).Stop, (*testbed.Cluster).Restart, true},
+}
+
+var _ = Describe("one cluster broken under steady load", func() {
+	for i, f := range faults {
+		It(f.name+": the others keep their throughput and every acknowledged message arrives once, in order", func(sctx SpecContext) {
+			ctx, cancel := context.WithTimeout(sctx, 5*time.Minute)
+			defer cancel()
+			victim := bed.Clusters()[i%len(bed.Clusters())]
+			topic := newTopic(ctx, "faults")
+			p, err := producer.New(ctx, bed.Topology(), producer.Topic(topic),
+				producer.DownAfter(downAfter), producer.SendTimeout(10*time.Second))
+			Expect(err).NotTo(HaveOccurred())
+
+			l := newLoad(p, rate, 2000)
+			lctx, stopLoad := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); l.run(lctx) }()
+
+			time.Sleep(before)
+			brokeAt := time.Since(l.start)
+			t0 := time.Now()
+			Expect(f.brk(victim)).To(Succeed())
+			Eventually(func() bool { return !health(p, victim.Name).Up }).WithTimeout(downAfter + 5*time.Second).
+				WithPolling(50 * time.Millisecond).Should(BeTrue())
+			detect := time.Since(t0)
+			time.Sleep(during - detect)
+			mendAt := time.Since(l.start)
+			t1 := time.Now()
+			Expect(f.mend(victim, ctx)).To(Succeed())
+			mended := time.Since(t1)
+			Eventually(func() bool { return health(p, victim.Name).Up }).WithTimeout(60 * time.Second).
+				WithPolling(50 * time.Millisecond).Should(BeTrue())
+			recovered := time.Since(t1)
+			time.Sleep(after)
+			stopLoad()
+			<-done
+			Expect(p.Close(ctx)).To(Succeed())
+
+			GinkgoWriter.Printf("%s on %s: detected down after %s; cluster back in %s, producer saw it up %s after the mend began\n",
+				f.name, victim.Name, detect.Round(time.Millisecond), mended.Round(time.Millisecond), recovered.Round(time.Millisecond))
+			Expect(detect).To(BeNumerically("<", downAfter+2*time.Second))
+			for _, c := range bed.Clusters() {
+				if c == victim {
+					continue
+				}
+				pre := l.rateOf(c.Name, time.Second, brokeAt)
+				mid := l.rateOf(c.Name, brokeAt, mendAt)
+				GinkgoWriter.Printf("  %s: %.0f msg/s before, %.0f during (%.0f%%)\n", c.Name, pre, mid, 100*mid/pre)
+				Expect(mid).To(BeNumerically(">=", 0.9*pre), "%s lost throughput while %s was broken", c.Name, victim.Name)
+			}
+			back := l.rateOf(victim.Name, mendAt+recovered+time.Second, mendAt+recovered+after-time.Second)
+			GinkgoWriter.Printf("  %s: %.0f msg/s after recovery; errors %v\n", victim.Name, back, l.errKinds[victim.Name])
+			Expect(back).To(BeNumerically(">", 0), "the mended cluster is used again")
+			if f.fails {
+				first, ok := l.firstErr[victim.Name]
+				Expect(ok).To(BeTrue(), "messages for the broken cluster fail fast")
+				GinkgoWriter.Printf("  first ErrClusterDown %s after the fault\n", first.Sub(t0).Round(time.Millisecond))
+			}
+			l.checkErrors(victim.Name)
+			verify(ctx, l, topic)
+		})
+	}
+})
+
+func health(p *producer.Producer, name string) producer.ClusterHealth {
+	for _, h := range p.Health() {
+		if h.Name == name {
+			return h
+		}
+	}
+	Fail("no cluster " + name)
+	return producer.ClusterHealth{}
+}
