@@ -47,6 +47,15 @@ var (
 	// names the path, never the contents.
 	ErrUnreadableFile = errors.New("unreadable file")
 
+	// ErrBadTLSFile is returned by ClientOptions when it builds the TLS
+	// configuration itself (TLS.SkipHostnameChecking without
+	// TLS.AllowInsecure) and a TLS file holds no usable PEM data: CAFile
+	// has no certificate, or CertFile and KeyFile are not a matching
+	// certificate and private key. Validate does not parse TLS files; on
+	// other settings pulsar-client-go reads them when it connects. The error
+	// names the paths, never the contents.
+	ErrBadTLSFile = errors.New("bad TLS file")
+
 	// ErrConflict is returned when settings contradict each other: both
 	// auth.token and auth.tokenFile are set, only one of tls.certFile and
 	// tls.keyFile is set, or TLS settings are given for a plaintext

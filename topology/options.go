@@ -21,10 +21,26 @@ import (
 //   - TLS (pulsar+ssl:// only): TLSTrustCertsFilePath from TLS.CAFile,
 //     TLSCertificateFile and TLSKeyFilePath from TLS.CertFile and
 //     TLS.KeyFile (a client certificate for mutual TLS, also with token
-//     auth), TLSAllowInsecureConnection from TLS.AllowInsecure.
-//     TLSValidateHostname is true unless TLS.SkipHostnameChecking is set:
-//     unlike pulsar-client-go, whose default is false, keyroute checks
-//     broker host names by default.
+//     auth), TLSAllowInsecureConnection from TLS.AllowInsecure, and
+//     TLSValidateHostname true: unlike pulsar-client-go, whose default is
+//     false, keyroute checks broker host names. TLSConfig is nil.
+//   - TLS with TLS.SkipHostnameChecking (and not TLS.AllowInsecure):
+//     TLSConfig is set instead, and pulsar-client-go then ignores the
+//     other TLS fields. pulsar-client-go v0.21.0 cannot skip the host
+//     name itself: with TLSValidateHostname false, crypto/tls still checks
+//     the name it dialed. The TLSConfig verifies the broker's chain
+//     against TLS.CAFile (the system roots without one), its validity
+//     period and server-auth key usage, but not the host name; it sends
+//     the TLS.CertFile/TLS.KeyFile certificate when the broker asks for
+//     one (so TLS authentication keeps working). CAFile and the client
+//     certificate are read now, so a missing or unparsable file is an
+//     ErrUnreadableFile or ErrBadTLSFile *FieldError, and again on every
+//     handshake, so rotated files are picked up as on the default path.
+//     TLSValidateHostname is false and the file fields are still filled
+//     in, for the record only.
+//   - TLS with TLS.AllowInsecure: as the first case, with
+//     TLSAllowInsecureConnection true; pulsar-client-go then checks
+//     neither chain nor host name, whatever SkipHostnameChecking says.
 //   - OperationTimeout, ConnectionTimeout and MaxConnectionsPerBroker from
 //     Client; zero keeps the pulsar-client-go default.
 //
@@ -47,6 +63,13 @@ func (c Cluster) ClientOptions() (pulsar.ClientOptions, error) {
 		o.TLSKeyFilePath = c.TLS.KeyFile
 		o.TLSAllowInsecureConnection = c.TLS.AllowInsecure
 		o.TLSValidateHostname = !c.TLS.SkipHostnameChecking
+		if c.TLS.SkipHostnameChecking && !c.TLS.AllowInsecure {
+			cfg, err := c.noHostnameTLSConfig()
+			if err != nil {
+				return pulsar.ClientOptions{}, err
+			}
+			o.TLSConfig = cfg
+		}
 	}
 	switch {
 	case c.Auth.Token != "":

@@ -62,7 +62,11 @@ type TLS struct {
 	// AllowInsecure accepts any broker certificate. For tests only.
 	AllowInsecure bool `yaml:"allowInsecure,omitempty"`
 	// SkipHostnameChecking accepts a broker certificate that does not
-	// name the broker's host. Host names are checked by default.
+	// name the broker's host, as long as its chain still leads to a root
+	// in CAFile (or, without CAFile, to a system root: then any publicly
+	// trusted certificate is accepted). Expiry and key usage are still
+	// checked. Host names are checked by default. See
+	// Cluster.ClientOptions for how this is done.
 	SkipHostnameChecking bool `yaml:"skipHostnameChecking,omitempty"`
 }
 
