@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
@@ -20,6 +21,11 @@ type cluster struct {
 	health *health
 	disp   *dispatcher
 	link   *link
+
+	// onAck is the one callback every async message of the cluster is
+	// handed to pulsar-client-go with, so that SendAsync allocates no
+	// closure per message (see inflightOf).
+	onAck func(pulsar.MessageID, *pulsar.ProducerMessage, error)
 }
 
 // partition is one partition of the topic in a cluster. Its writer (a
@@ -40,7 +46,7 @@ type partition struct {
 }
 
 // inflight is one message given to SendAsync, from acceptance until its
-// callback has run.
+// callback has run. pm must stay the first field: see inflightOf.
 type inflight struct {
 	pm   pulsar.ProducerMessage
 	ctx  context.Context
@@ -87,6 +93,21 @@ func (pt *partition) pending() []*inflight {
 		}
 	}
 	return out
+}
+
+// inflightOf returns the inflight whose pm field pm is. pulsar-client-go
+// hands every callback the *ProducerMessage it was given (v0.21.0: the
+// sendRequest keeps the caller's pointer, for validation failures, batches
+// and chunks alike), and SendAsync only ever gives it &f.pm, where pm is
+// the first field of f: so the pointer is also a pointer to f, inside the
+// same allocation.
+func inflightOf(pm *pulsar.ProducerMessage) *inflight {
+	return (*inflight)(unsafe.Pointer(pm))
+}
+
+// ack is the cluster's callback for pulsar-client-go.
+func (c *cluster) ack(id pulsar.MessageID, pm *pulsar.ProducerMessage, err error) {
+	c.complete(inflightOf(pm), id, err)
 }
 
 // complete fixes f's outcome (once; later calls are ignored) and queues its

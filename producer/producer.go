@@ -127,6 +127,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 			cl.parts[j] = &partition{idx: j, w: w}
 		}
 		cl.disp = newDispatcher(cl)
+		cl.onAck = cl.ack
 		p.log().Info("keyroute: cluster connected", "cluster", cl.name, "topic", c.topic, "partitions", len(cl.parts))
 	}
 	p.monStop, p.monDone = make(chan struct{}), make(chan struct{})

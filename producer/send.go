@@ -123,9 +123,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 	f := &inflight{ctx: ctx, msg: msg, cb: cb, part: pt, cost: n, ev: ev}
 	toPulsar(&f.pm, msg, props)
 	pt.add(f)
-	pt.w.SendAsync(ctx, &f.pm, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
-		c.complete(f, id, err)
-	})
+	pt.w.SendAsync(ctx, &f.pm, c.onAck)
 	p.leave()
 }
 

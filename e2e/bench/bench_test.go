@@ -27,6 +27,7 @@ const (
 	payloadSize  = 128
 	maxPending   = 10_000 // per partition, as in the raw baseline
 	warmupPeriod = 20 * time.Second
+	rounds       = 4 // raw and SDK alternate, this many times each
 )
 
 var (
@@ -173,7 +174,7 @@ func warm(b *testing.B) {
 // alternating. Use -benchtime Nx (e.g. 300000x) for comparable rounds.
 func BenchmarkAsync(b *testing.B) {
 	warm(b)
-	for round := 1; round <= 3; round++ {
+	for round := 1; round <= rounds; round++ {
 		for _, side := range sides {
 			b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
 				s := side.open(b, newTopic(b), true)
@@ -207,7 +208,7 @@ func BenchmarkAsync(b *testing.B) {
 // BenchmarkSync: one message at a time, batching off, raw vs SDK: p50/p99.
 func BenchmarkSync(b *testing.B) {
 	warm(b)
-	for round := 1; round <= 3; round++ {
+	for round := 1; round <= rounds; round++ {
 		for _, side := range sides {
 			b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
 				s := side.open(b, newTopic(b), false)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -23,10 +25,26 @@ const (
 	after     = 6 * time.Second // load after it is back
 )
 
+// newTopic creates a partitioned topic on every cluster and its "verify"
+// subscription. The subscription must exist before anything is written:
+// with deduplication on and retention 0 (the defaults), a broker that
+// restarts rolls the topic to a new ledger and trims the old one as soon as
+// no subscription holds it, so acknowledged messages written before the
+// restart would be deleted by Pulsar itself (the dedup cursor does not hold
+// them).
 func newTopic(ctx context.Context, name string) string {
 	topic := fmt.Sprintf("persistent://public/default/%s-%d", name, time.Now().UnixNano())
 	for _, c := range bed.Clusters() {
 		Expect(admin.CreatePartitionedTopic(ctx, c.AdminURL, topic, 3)).To(Succeed())
+		client, err := pulsar.NewClient(pulsar.ClientOptions{URL: c.ServiceURL, Logger: plog.DefaultNopLogger()})
+		Expect(err).NotTo(HaveOccurred())
+		cons, err := client.Subscribe(pulsar.ConsumerOptions{
+			Topic: topic, SubscriptionName: "verify", Type: pulsar.Exclusive,
+			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+		})
+		Expect(err).NotTo(HaveOccurred(), c.Name)
+		cons.Close()
+		client.Close()
 	}
 	return topic
 }
