@@ -118,6 +118,7 @@ func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
 		return
 	}
 	f.id, f.err = id, err
+	c.health.completed.Add(1)
 	if err == nil {
 		c.health.acks.Add(1)
 	}

@@ -64,9 +64,11 @@ func DownWait(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downWait = 
 // health is one cluster's up/down state. The completion path bumps acks;
 // the monitor goroutine reads it and flips the state; senders read down.
 type health struct {
-	down  atomic.Bool
-	acks  atomic.Uint64 // successful acknowledgements, ever
-	probe atomic.Int64  // unix nanos of the last probe let through while down
+	down      atomic.Bool
+	acks      atomic.Uint64 // successful acknowledgements, ever
+	handed    atomic.Uint64 // messages handed to the cluster's writers, ever
+	completed atomic.Uint64 // of those, the ones with an outcome
+	probe     atomic.Int64  // unix nanos of the last probe let through while down
 
 	mu        sync.Mutex    // guards the fields below
 	upCh      chan struct{} // closed while up; replaced when the cluster goes down
@@ -121,12 +123,15 @@ func (p *Producer) monitor(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-// check flips c's state: down when it held messages and saw no ack for
-// downAfter, up at the first ack after that.
+// check flips c's state: down when its writers held messages and it saw no
+// ack for downAfter, up at the first ack after that. Messages whose outcome
+// is known but whose callback is still running do not count: a slow
+// callback is not a slow cluster.
 func (p *Producer) check(c *cluster, now time.Time) {
 	h := c.health
-	held, _ := c.budget.held()
 	acks := h.acks.Load()
+	done := h.completed.Load()
+	held := int64(h.handed.Load() - done)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	moved := acks != h.lastAcks

@@ -143,3 +143,18 @@ func TestBadDownOptions(t *testing.T) {
 		assert.ErrorIs(t, err, producer.ErrBadOption)
 	}
 }
+
+func TestSlowCallbackIsNotADownCluster(t *testing.T) {
+	bed := newFakeBed(1)
+	p := newProducer(t, bed, 2, producer.DownAfter(30*time.Millisecond))
+	release := make(chan struct{})
+	p.SendAsync(context.Background(), &producer.Message{Key: keysWhere(p, "c1", true, 1)[0]},
+		func(producer.ID, *producer.Message, error) { <-release })
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		require.True(t, p.Health()[0].Up, "a callback that takes long is not the cluster's fault")
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.EqualValues(t, 1, p.Health()[0].PendingMessages, "its message still holds the buffer")
+	close(release)
+}

@@ -73,7 +73,9 @@ func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
 	}
 	pm := &pulsar.ProducerMessage{}
 	toPulsar(pm, msg, props)
+	c.health.handed.Add(1)
 	mid, err := pt.w.Send(ctx, pm)
+	c.health.completed.Add(1)
 	c.budget.release(1, n)
 	if err != nil {
 		return ID{}, c.fail(ev, c.sendError(ctx, msg.Key, pt.idx, err))
@@ -123,6 +125,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 	f := &inflight{ctx: ctx, msg: msg, cb: cb, part: pt, cost: n, ev: ev}
 	toPulsar(&f.pm, msg, props)
 	pt.add(f)
+	c.health.handed.Add(1)
 	pt.w.SendAsync(ctx, &f.pm, c.onAck)
 	p.leave()
 }
