@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -38,6 +39,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		// Only benchmarks here: `go test ./e2e/...` without -bench starts
+		// no cluster.
+		os.Exit(m.Run())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	var err error
 	// The raw baseline in shared/PULSAR.md used G1 with a 512m heap.
