@@ -35,13 +35,18 @@ func (b *budget) takeLocked(n int64) bool {
 }
 
 // acquire takes one message of n bytes, waiting for space until ctx ends or
-// stop is closed. It returns ctx.Err() or ErrClosed when it gives up.
-func (b *budget) acquire(ctx context.Context, n int64, stop <-chan struct{}) error {
+// stop is closed. It returns ctx.Err() or ErrClosed when it gives up, and
+// ErrBufferFull at once when there is no space and wait is false.
+func (b *budget) acquire(ctx context.Context, n int64, stop <-chan struct{}, wait bool) error {
 	b.mu.Lock()
 	for {
 		if b.takeLocked(n) {
 			b.mu.Unlock()
 			return nil
+		}
+		if !wait {
+			b.mu.Unlock()
+			return ErrBufferFull
 		}
 		wake := b.wake
 		b.waiting++

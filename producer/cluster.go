@@ -185,6 +185,8 @@ func (c *cluster) sendError(ctx context.Context, key string, part int, err error
 		e.Err = ErrClosed
 	case errors.Is(err, ErrClusterDown):
 		e.Err = ErrClusterDown
+	case errors.Is(err, ErrBufferFull):
+		e.Err = ErrBufferFull
 	case errors.Is(err, pulsar.ErrSendTimeout):
 		e.Err = ErrSendTimeout
 	case errors.Is(err, pulsar.ErrMessageTooLarge):

@@ -38,6 +38,10 @@ var (
 	// down (see OnClusterDown), when the policy fails it.
 	ErrClusterDown = errors.New("producer: cluster down")
 
+	// ErrBufferFull is returned when a message's cluster has used up its
+	// share of MaxPendingMessages or MemoryLimit and BlockWhenFull is off.
+	ErrBufferFull = errors.New("producer: buffer full")
+
 	// ErrNilMessage is returned when a nil *Message is handed over.
 	ErrNilMessage = errors.New("producer: nil message")
 )

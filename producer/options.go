@@ -69,6 +69,7 @@ type cfg struct {
 	downPolicy       DownPolicy
 	downAfter        time.Duration
 	downWait         time.Duration
+	blockWhenFull    bool
 }
 
 func defaultCfg() cfg {
@@ -84,6 +85,7 @@ func defaultCfg() cfg {
 		connect:          pulsarConnector{},
 		downAfter:        DefaultDownAfter,
 		downWait:         DefaultDownWait,
+		blockWhenFull:    true,
 	}
 }
 
@@ -167,3 +169,9 @@ func Logger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.logger = l }) 
 // Transactions enables Pulsar transactions on every cluster's client (off by
 // default); the transaction helpers need it.
 func Transactions(on bool) Opt { return optFunc(func(c *cfg) { c.transactions = on }) }
+
+// BlockWhenFull says what Send and SendAsync do when the message's cluster
+// has used up its share of MaxPendingMessages or MemoryLimit: wait for
+// space until their ctx ends (true, the default), or fail at once with
+// ErrBufferFull (false).
+func BlockWhenFull(on bool) Opt { return optFunc(func(c *cfg) { c.blockWhenFull = on }) }

@@ -478,3 +478,23 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestFailWhenFullInsteadOfBlocking(t *testing.T) {
+	bed := newFakeBed(1)
+	bed.modes["c1"] = ackManual
+	p := newProducer(t, bed, 1, producer.MaxPendingMessages(2), producer.BlockWhenFull(false))
+	for i := 0; i < 2; i++ {
+		p.SendAsync(context.Background(), &producer.Message{Key: "k"}, nil)
+	}
+	start := time.Now()
+	_, err := p.Send(context.Background(), &producer.Message{Key: "k"})
+	require.ErrorIs(t, err, producer.ErrBufferFull)
+	var se *producer.SendError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "c1", se.Cluster)
+	var got error
+	p.SendAsync(context.Background(), &producer.Message{Key: "k"}, func(_ producer.ID, _ *producer.Message, err error) { got = err })
+	require.ErrorIs(t, got, producer.ErrBufferFull)
+	assert.Less(t, time.Since(start), time.Second, "no waiting")
+	bed.writer("c1", 0).ack()
+}

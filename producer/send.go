@@ -66,7 +66,7 @@ func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
 	n := cost(msg)
 	ev, props := p.observe(ctx, OpSend, c, pt, msg, n)
 	if err == nil {
-		err = c.budget.acquire(ctx, n, p.done)
+		err = c.budget.acquire(ctx, n, p.done, p.cfg.blockWhenFull)
 	}
 	if err != nil {
 		return ID{}, c.fail(ev, c.sendError(ctx, msg.Key, pt.idx, err))
@@ -112,7 +112,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 	n := cost(msg)
 	ev, props := p.observe(ctx, OpSendAsync, c, pt, msg, n)
 	if err == nil {
-		err = c.budget.acquire(ctx, n, p.done)
+		err = c.budget.acquire(ctx, n, p.done, p.cfg.blockWhenFull)
 	}
 	if err != nil {
 		p.leave()

@@ -411,7 +411,7 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 			return
 		}
 		m := &msgs[i]
-		if err := c.budget.acquire(sctx, m.n, p.done); err != nil {
+		if err := c.budget.acquire(sctx, m.n, p.done, true); err != nil {
 			if sctx.Err() == nil || ctx.Err() != nil {
 				fail(c.sendError(ctx, m.msg.Key, pt.idx, err))
 			}

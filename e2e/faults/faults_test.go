@@ -63,7 +63,14 @@ var faults = []fault{
 	{"graceful restart", (*testbed.Cluster).Stop, (*testbed.Cluster).Restart, true},
 }
 
-var _ = Describe("one cluster broken under steady load", func() {
+// The container is Ordered and the overload spec runs first: a standalone
+// killed and restarted here may fail to create ledgers for NEW topics for a
+// while afterwards ("Not enough non-faulty bookies available", seen up to
+// ~90 s after the restart and intermittently later), while topics it already
+// had keep working. Each fault spec below creates its topic before breaking
+// its cluster.
+var _ = Describe("one cluster broken under steady load", Ordered, func() {
+	overloadSpec()
 	for i, f := range faults {
 		It(f.name+": the others keep their throughput and every acknowledged message arrives once, in order", func(sctx SpecContext) {
 			ctx, cancel := context.WithTimeout(sctx, 5*time.Minute)

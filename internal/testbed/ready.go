@@ -14,8 +14,12 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar/log"
 )
 
-// readyTopic receives the produce and the transactional produce that prove
-// a cluster is ready.
+// readyTopic prefixes the topics that receive the produce and the
+// transactional produce that prove a cluster is ready. Every probe uses a
+// new topic: a restarted standalone can write to topics it already knows
+// while it still fails to create ledgers for new ones ("Not enough
+// non-faulty bookies available"), and tests create new topics right after
+// a restart.
 const readyTopic = "persistent://public/default/keyroute-testbed-ready"
 
 // maxProbe bounds one readiness attempt; a broker still recovering its
@@ -127,7 +131,7 @@ func probe(ctx context.Context, base pulsar.ClientOptions) error {
 	}
 	defer client.Close()
 	producer, err := client.CreateProducer(pulsar.ProducerOptions{
-		Topic:           readyTopic,
+		Topic:           readyTopic + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		DisableBatching: true,
 		SendTimeout:     timeout,
 	})
