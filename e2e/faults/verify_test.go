@@ -6,67 +6,16 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/keyroute/keyroute/e2e/internal/consume"
 )
 
-// consumeAll reads topic on every cluster from the start until want
-// messages have arrived (or ctx ends) and then nothing new for quiet; it
-// returns the payloads per cluster in arrival order.
-func consumeAll(ctx context.Context, topic string, want int, quiet time.Duration) map[string][]string {
-	out := map[string][]string{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, p := range out {
-			n += len(p)
-		}
-		return n
-	}
-	for _, c := range bed.Clusters() {
-		client, err := pulsar.NewClient(pulsar.ClientOptions{URL: c.ServiceURL, Logger: plog.DefaultNopLogger()})
-		Expect(err).NotTo(HaveOccurred())
-		defer client.Close()
-		cons, err := client.Subscribe(pulsar.ConsumerOptions{
-			Topic: topic, SubscriptionName: "verify", Type: pulsar.Exclusive,
-			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
-		})
-		Expect(err).NotTo(HaveOccurred(), c.Name)
-		defer cons.Close()
-		wg.Add(1)
-		go func(name string) {
-			defer wg.Done()
-			for {
-				rctx, cancel := context.WithTimeout(ctx, quiet)
-				m, err := cons.Receive(rctx)
-				cancel()
-				if err != nil {
-					if ctx.Err() != nil || count() >= want {
-						return
-					}
-					continue // still short of what was acknowledged: keep waiting
-				}
-				cons.AckID(m.ID())
-				mu.Lock()
-				out[name] = append(out[name], string(m.Payload()))
-				mu.Unlock()
-			}
-		}(c.Name)
-	}
-	wg.Wait()
-	return out
-}
-
 // verify checks that every acknowledged message was consumed exactly once,
-// on the cluster its key belongs to (or anywhere for spilled ones), and in
+// on the cluster its key belongs to, and in
 // key order; it returns how many consumed messages had failed outcomes
 // (written although the client gave up on them).
 func verify(ctx context.Context, l *load, topic string) (ambiguous int) {
@@ -75,24 +24,26 @@ func verify(ctx context.Context, l *load, topic string) (ambiguous int) {
 	l.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	got := consumeAll(cctx, topic, want, 3*time.Second)
+	got, err := consume.All(cctx, bed.Clusters(), topic, "verify", want, 3*time.Second)
+	if err != nil {
+		GinkgoWriter.Printf("consume: %v (checking what arrived)\n", err)
+	}
 	seen := map[string]int{}
 	last := map[string]int{}
 	total := 0
-	for cluster, payloads := range got {
-		for _, id := range payloads {
-			total++
-			seen[id]++
-			Expect(seen[id]).To(Equal(1), "duplicate %s on %s", id, cluster)
-			key, seqs, _ := strings.Cut(id, "|")
-			seq, _ := strconv.Atoi(seqs)
-			if prev, ok := last[key]; ok {
-				Expect(seq).To(BeNumerically(">", prev), "key %s out of order on %s", key, cluster)
-			}
-			last[key] = seq
-			own, _ := l.p.Placement(key)
-			Expect(cluster).To(Equal(own), "key %s on %s", key, cluster)
+	for _, m := range got {
+		cluster, id := m.Cluster, m.Payload
+		total++
+		seen[id]++
+		Expect(seen[id]).To(Equal(1), "duplicate %s on %s", id, cluster)
+		key, seqs, _ := strings.Cut(id, "|")
+		seq, _ := strconv.Atoi(seqs)
+		if prev, ok := last[key]; ok {
+			Expect(seq).To(BeNumerically(">", prev), "key %s out of order on %s", key, cluster)
 		}
+		last[key] = seq
+		own, _ := l.p.Placement(key)
+		Expect(cluster).To(Equal(own), "key %s on %s", key, cluster)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

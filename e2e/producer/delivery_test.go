@@ -10,15 +10,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/keyroute/keyroute/e2e/internal/consume"
 	"github.com/keyroute/keyroute/producer"
 )
 
-// received is one consumed message.
+// received is one consumed message with its "key|seq" payload parsed.
 type received struct {
 	cluster   string
 	partition int
@@ -26,54 +25,19 @@ type received struct {
 	seq       int
 }
 
-// consumeAll subscribes to topic on every cluster from the earliest message
-// and returns what arrives until want messages have arrived or ctx ends.
+// consumeAll reads topic back from every cluster: until want messages have
+// arrived and then nothing more for 3 s, so that duplicates beyond want
+// show up too.
 func consumeAll(ctx context.Context, topic string, want int) []received {
-	var (
-		mu  sync.Mutex
-		out []received
-		wg  sync.WaitGroup
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for _, c := range bed.Clusters() {
-		client, err := pulsar.NewClient(pulsar.ClientOptions{URL: c.ServiceURL, Logger: plog.DefaultNopLogger()})
-		Expect(err).NotTo(HaveOccurred())
-		defer client.Close()
-		cons, err := client.Subscribe(pulsar.ConsumerOptions{
-			Topic:                       topic,
-			SubscriptionName:            "verify",
-			Type:                        pulsar.Exclusive,
-			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
-			ReceiverQueueSize:           5000,
-		})
-		Expect(err).NotTo(HaveOccurred(), c.Name)
-		defer cons.Close()
-		wg.Add(1)
-		go func(name string) {
-			defer wg.Done()
-			for {
-				m, err := cons.Receive(ctx)
-				if err != nil {
-					return
-				}
-				key, seq, _ := strings.Cut(string(m.Payload()), "|")
-				n, _ := strconv.Atoi(seq)
-				part := m.Topic()[strings.LastIndex(m.Topic(), "-")+1:]
-				pi, _ := strconv.Atoi(part)
-				cons.AckID(m.ID())
-				mu.Lock()
-				out = append(out, received{cluster: name, partition: pi, key: key, seq: n})
-				done := len(out) >= want
-				mu.Unlock()
-				if done {
-					cancel()
-				}
-			}
-		}(c.Name)
+	got, err := consume.All(ctx, bed.Clusters(), topic, "verify", want, 3*time.Second)
+	Expect(err).NotTo(HaveOccurred())
+	out := make([]received, len(got))
+	for i, m := range got {
+		key, seq, _ := strings.Cut(m.Payload, "|")
+		n, err := strconv.Atoi(seq)
+		Expect(err).NotTo(HaveOccurred(), "payload %q", m.Payload)
+		out[i] = received{cluster: m.Cluster, partition: m.Partition, key: key, seq: n}
 	}
-	wg.Wait()
-	// Linger briefly for duplicates beyond the expected count.
 	return out
 }
 
