@@ -29,6 +29,7 @@
 //
 // answers 200, or 503 when any cluster is degraded, with every cluster's
 // state: last success, last error, in-flight count, counters. A cluster is
-// degraded when its most recent outcome was a failure, or when it has had
-// messages in flight without any outcome for StallAfter.
+// degraded when the producer counts it as down (producer.Health: messages
+// held without an acknowledgement for DownAfter), or when the service's
+// most recent outcome there was a failure.
 package ingest

@@ -3,11 +3,9 @@ package ingest
 import (
 	"sync"
 	"time"
-)
 
-// DefaultStallAfter is how long a cluster may have messages in flight
-// without any outcome before it counts as degraded.
-const DefaultStallAfter = 15 * time.Second
+	"github.com/keyroute/keyroute/producer"
+)
 
 // ClusterHealth is one cluster's state as /healthz reports it.
 type ClusterHealth struct {
@@ -28,13 +26,12 @@ type Health struct {
 	Clusters []ClusterHealth `json:"clusters"`
 }
 
-// tracker records outcomes per cluster. Its methods are safe for
-// concurrent use.
+// tracker records this service's outcomes per cluster. Whether a cluster
+// is up is the producer's call (Producer.Health); the tracker adds what the
+// service itself saw. Its methods are safe for concurrent use.
 type tracker struct {
-	stallAfter time.Duration
-	now        func() time.Time
-	order      []string
-	clusters   map[string]*clusterState // fixed at construction
+	now      func() time.Time
+	clusters sync.Map // cluster name -> *clusterState
 }
 
 type clusterState struct {
@@ -42,44 +39,33 @@ type clusterState struct {
 	lastSuccess time.Time
 	lastError   string
 	lastErrorAt time.Time
-	progress    time.Time // last outcome, or when in-flight went 0 -> 1
 	inFlight    int64
 	sent        int64
 	failed      int64
 }
 
-func newTracker(names []string, stallAfter time.Duration, now func() time.Time) *tracker {
-	t := &tracker{stallAfter: stallAfter, now: now, order: names, clusters: make(map[string]*clusterState, len(names))}
-	for _, n := range names {
-		t.clusters[n] = &clusterState{}
+func (t *tracker) state(cluster string) *clusterState {
+	if c, ok := t.clusters.Load(cluster); ok {
+		return c.(*clusterState)
 	}
-	return t
+	c, _ := t.clusters.LoadOrStore(cluster, &clusterState{})
+	return c.(*clusterState)
 }
 
 // start counts a message handed to cluster.
 func (t *tracker) start(cluster string) {
-	c := t.clusters[cluster]
-	if c == nil {
-		return
-	}
+	c := t.state(cluster)
 	c.mu.Lock()
-	if c.inFlight == 0 {
-		c.progress = t.now()
-	}
 	c.inFlight++
 	c.mu.Unlock()
 }
 
 // done records the outcome of a message counted by start.
 func (t *tracker) done(cluster string, err error) {
-	c := t.clusters[cluster]
-	if c == nil {
-		return
-	}
 	now := t.now()
+	c := t.state(cluster)
 	c.mu.Lock()
 	c.inFlight--
-	c.progress = now
 	if err == nil {
 		c.sent++
 		c.lastSuccess = now
@@ -90,13 +76,15 @@ func (t *tracker) done(cluster string, err error) {
 	c.mu.Unlock()
 }
 
-func (t *tracker) snapshot() Health {
-	now := t.now()
-	h := Health{Status: "ok", Clusters: make([]ClusterHealth, 0, len(t.order))}
-	for _, name := range t.order {
-		c := t.clusters[name]
+// snapshot joins the producer's view of each cluster with the service's. A
+// cluster is degraded when the producer counts it as down, or when the
+// service's most recent outcome there was a failure.
+func (t *tracker) snapshot(clusters []producer.ClusterHealth) Health {
+	h := Health{Status: "ok", Clusters: make([]ClusterHealth, 0, len(clusters))}
+	for _, pc := range clusters {
+		c := t.state(pc.Name)
 		c.mu.Lock()
-		ch := ClusterHealth{Name: name, State: "ok", LastError: c.lastError, InFlight: c.inFlight, Sent: c.sent, Failed: c.failed}
+		ch := ClusterHealth{Name: pc.Name, State: "ok", LastError: c.lastError, InFlight: c.inFlight, Sent: c.sent, Failed: c.failed}
 		if !c.lastSuccess.IsZero() {
 			ts := c.lastSuccess
 			ch.LastSuccess = &ts
@@ -106,10 +94,10 @@ func (t *tracker) snapshot() Health {
 			ch.LastErrorAt = &ts
 		}
 		switch {
+		case !pc.Up:
+			ch.State, ch.Reason = "degraded", "cluster down since "+pc.Since.UTC().Format(time.RFC3339)
 		case !c.lastErrorAt.IsZero() && !c.lastErrorAt.Before(c.lastSuccess):
 			ch.State, ch.Reason = "degraded", "last outcome failed"
-		case c.inFlight > 0 && now.Sub(c.progress) >= t.stallAfter:
-			ch.State, ch.Reason = "degraded", "no outcome for "+now.Sub(c.progress).Round(time.Second).String()
 		}
 		c.mu.Unlock()
 		if ch.State != "ok" {

@@ -23,6 +23,7 @@ type Producer interface {
 	SendAsync(ctx context.Context, msg *producer.Message, cb producer.Callback)
 	Placement(key string) (cluster string, partition int)
 	Clusters() []string
+	Health() []producer.ClusterHealth
 	Flush(ctx context.Context) error
 	Close(ctx context.Context) error
 }
@@ -40,10 +41,6 @@ type Server struct {
 type Options struct {
 	// Log receives request failures; nil discards them.
 	Log *slog.Logger
-	// StallAfter is how long a cluster may have events in flight without
-	// any outcome before /healthz reports it degraded; 0 means
-	// DefaultStallAfter.
-	StallAfter time.Duration
 }
 
 // New returns a Server for p.
@@ -51,10 +48,7 @@ func New(p Producer, opts Options) *Server {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	if opts.StallAfter <= 0 {
-		opts.StallAfter = DefaultStallAfter
-	}
-	s := &Server{p: p, log: opts.Log, health: newTracker(p.Clusters(), opts.StallAfter, time.Now), mux: http.NewServeMux()}
+	s := &Server{p: p, log: opts.Log, health: &tracker{now: time.Now}, mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST /events", s.postEvent)
 	s.mux.HandleFunc("GET /healthz", s.getHealth)
 	return s
@@ -64,7 +58,7 @@ func New(p Producer, opts Options) *Server {
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // Health returns the current per-cluster health.
-func (s *Server) Health() Health { return s.health.snapshot() }
+func (s *Server) Health() Health { return s.health.snapshot(s.p.Health()) }
 
 // Event is the body of POST /events.
 type Event struct {
@@ -188,7 +182,7 @@ func (s *Server) fail(w http.ResponseWriter, key string, err error) {
 }
 
 func (s *Server) getHealth(w http.ResponseWriter, _ *http.Request) {
-	h := s.health.snapshot()
+	h := s.Health()
 	status := http.StatusOK
 	if h.Status != "ok" {
 		status = http.StatusServiceUnavailable

@@ -28,10 +28,15 @@ type fake struct {
 	closed  bool
 	flushed bool
 	errFor  func(key string) error
+	down    string // a cluster the producer reports down
 	wg      sync.WaitGroup
 }
 
 func (f *fake) Clusters() []string { return []string{"a", "b"} }
+
+func (f *fake) Health() []producer.ClusterHealth {
+	return []producer.ClusterHealth{{Name: "a", Up: f.down != "a"}, {Name: "b", Up: f.down != "b"}}
+}
 
 func (f *fake) Placement(key string) (string, int) {
 	h := fnv.New32a()
@@ -230,4 +235,15 @@ func TestRunShutsDownGracefully(t *testing.T) {
 	assert.Len(t, f.got, 1)
 	_, err = http.Post(url+"/events", "application/json", strings.NewReader(`{"key":"k","payload":"x"}`))
 	assert.Error(t, err, "the listener is closed")
+}
+
+func TestHealthzIs503WhenTheProducerReportsAClusterDown(t *testing.T) {
+	f := &fake{down: "b"}
+	code, hl := health(t, ingest.New(f, ingest.Options{}).Handler())
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "degraded", hl.Status)
+	require.Len(t, hl.Clusters, 2)
+	assert.Equal(t, "ok", hl.Clusters[0].State)
+	assert.Equal(t, "degraded", hl.Clusters[1].State)
+	assert.Contains(t, hl.Clusters[1].Reason, "cluster down")
 }
