@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/keyroute/keyroute/e2e/internal/standalone"
 	"github.com/keyroute/keyroute/producer"
 )
 
@@ -44,8 +45,12 @@ func overloadSpec() {
 		victim := bed.Clusters()[3]
 		topic := newTopic(ctx, "overload")
 		open := func(block bool) *producer.Producer {
-			p, err := producer.New(ctx, bed.Topology(), producer.Topic(topic), producer.MemoryLimit(limit),
-				producer.MaxPendingMessages(1_000_000), producer.DownAfter(time.Hour), producer.BlockWhenFull(block))
+			var p *producer.Producer
+			err := standalone.Retry(ctx, func() (err error) {
+				p, err = producer.New(ctx, bed.Topology(), producer.Topic(topic), producer.MemoryLimit(limit),
+					producer.MaxPendingMessages(1_000_000), producer.DownAfter(time.Hour), producer.BlockWhenFull(block))
+				return err
+			})
 			Expect(err).NotTo(HaveOccurred())
 			return p
 		}

@@ -25,6 +25,7 @@ import (
 	. "github.com/onsi/gomega"
 	"gopkg.in/yaml.v3"
 
+	"github.com/keyroute/keyroute/e2e/internal/standalone"
 	"github.com/keyroute/keyroute/internal/testbed"
 	"github.com/keyroute/keyroute/producer"
 	"github.com/keyroute/keyroute/topology"
@@ -257,7 +258,11 @@ var _ = Describe("secure clusters", Ordered, func() { // the restart spec runs l
 
 		topo := bed.Topology()
 		topic := newTopic(ctx, "restart")
-		p, err := producer.New(ctx, topo, producer.Topic(topic))
+		var p *producer.Producer
+		err := standalone.Retry(ctx, func() (err error) {
+			p, err = producer.New(ctx, topo, producer.Topic(topic))
+			return err
+		})
 		Expect(err).NotTo(HaveOccurred())
 		defer p.Close(ctx)
 		for i := 0; ; i++ {

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/keyroute/keyroute/e2e/internal/standalone"
 	"github.com/keyroute/keyroute/internal/admin"
 )
 
@@ -65,7 +66,8 @@ var _ = Describe("five local clusters", Ordered, func() {
 		allPIDs = append(allPIDs, victim.PID())
 		Expect(victim.ServiceURL).To(Equal(url))
 		step("produce+consume on restarted " + victim.Name)
-		Expect(produceConsume(ctx, victim.ServiceURL, uniqueTopic("restarted"), 10)).To(Succeed())
+		topic := uniqueTopic("restarted")
+		Expect(standalone.Retry(ctx, func() error { return produceConsume(ctx, victim.ServiceURL, topic, 10) })).To(Succeed())
 		step("")
 	}, SpecTimeout(5*time.Minute))
 
