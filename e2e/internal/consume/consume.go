@@ -14,6 +14,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/keyroute/keyroute/e2e/internal/standalone"
 	"github.com/keyroute/keyroute/internal/testbed"
 )
 
@@ -49,10 +50,14 @@ func All(ctx context.Context, clusters []*testbed.Cluster, topic, sub string, wa
 			return nil, fmt.Errorf("consume: %s: %w", c.Name, err)
 		}
 		defer client.Close()
-		cons, err := client.Subscribe(pulsar.ConsumerOptions{
-			Topic: topic, SubscriptionName: sub, Type: pulsar.Exclusive,
-			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
-			ReceiverQueueSize:           5000,
+		var cons pulsar.Consumer
+		err = standalone.Retry(ctx, func() (err error) { // a restarted cluster may still flap
+			cons, err = client.Subscribe(pulsar.ConsumerOptions{
+				Topic: topic, SubscriptionName: sub, Type: pulsar.Exclusive,
+				SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+				ReceiverQueueSize:           5000,
+			})
+			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("consume: %s: subscribe: %w", c.Name, err)
