@@ -83,21 +83,21 @@ func BenchmarkXXHash(b *testing.B) {
 	}
 }
 
-// BenchmarkCluster shows the O(N) cost of Cluster alone.
-func BenchmarkCluster(b *testing.B) {
-	for _, n := range []int{2, 5, 8, 16} {
-		names := make([]string, n)
-		for i := range names {
-			names[i] = "cluster-" + strconv.Itoa(i)
-		}
-		r := mustNew(b, equalMembers(names...))
-		b.Run("members="+strconv.Itoa(n), func(b *testing.B) {
-			h := uint64(1)
-			for b.Loop() {
-				h += 0x9e3779b97f4a7c15
-				sink += r.Cluster(h)
+// BenchmarkNew is the cost of building a Router: ranking the members for
+// every slot, once.
+func BenchmarkNew(b *testing.B) {
+	for _, n := range []int{5, 16, 256} {
+		for _, weighted := range []bool{false, true} {
+			members := numbered(n)
+			if weighted {
+				members[0].Weight = 2
 			}
-		})
+			b.Run(fmt.Sprintf("members=%d/weighted=%t", n, weighted), func(b *testing.B) {
+				for b.Loop() {
+					mustNew(b, members)
+				}
+			})
+		}
 	}
 }
 

@@ -21,10 +21,13 @@ var (
 	// number greater than zero (zero, negative, NaN or ±Inf).
 	ErrBadWeight = errors.New("router: member weight must be finite and > 0")
 
+	// ErrTooManyMembers is returned when New is given more than MaxMembers
+	// members.
+	ErrTooManyMembers = errors.New("router: more than " + strconv.Itoa(MaxMembers) + " members")
+
 	// ErrSeedCollision is returned when two distinct names hash to the same
-	// 64-bit seed, or a name hashes to the partition constant (see
-	// SPEC.md). With honest names this has odds of about 2^-64 per pair;
-	// renaming either member resolves it.
+	// 64-bit seed (see SPEC.md). With honest names this has odds of about
+	// 2^-64 per pair; renaming either member resolves it.
 	ErrSeedCollision = errors.New("router: member name seed collision")
 )
 

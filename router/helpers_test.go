@@ -61,19 +61,46 @@ func owner(r *router.Router, h uint64) string { return r.Name(r.Cluster(h)) }
 
 // chiSquare returns Pearson's statistic for observed counts against equal
 // expected counts.
-func chiSquare(counts []int) float64 {
+func chiSquare(counts []int) float64 { return chiSquareWant(counts, uniform(len(counts))) }
+
+// chiSquareWant returns Pearson's statistic for observed counts against
+// expected shares want (summing to 1).
+func chiSquareWant(counts []int, want []float64) float64 {
 	total := 0
 	for _, c := range counts {
 		total += c
 	}
-	want := float64(total) / float64(len(counts))
 	var x2 float64
-	for _, c := range counts {
-		d := float64(c) - want
-		x2 += d * d / want
+	for i, c := range counts {
+		e := want[i] * float64(total)
+		d := float64(c) - e
+		x2 += d * d / e
 	}
 	return x2
 }
+
+// uniform returns n equal shares.
+func uniform(n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = 1 / float64(n)
+	}
+	return s
+}
+
+// slotShares returns each member's share of the slots: the share of keys
+// it owns, as the slot table fixes it.
+func slotShares(r *router.Router) []float64 {
+	s := make([]float64, r.Len())
+	for slot := range uint64(router.NumSlots) {
+		s[r.Cluster(slot<<(64-router.SlotBits))] += 1.0 / router.NumSlots
+	}
+	return s
+}
+
+// slotTolerance is how far a member's slot share may stray from its ideal
+// share p: four standard deviations of a share drawn over NumSlots slots.
+func slotTolerance(p float64) float64 { return 4 * math.Sqrt(p*(1-p)/router.NumSlots) }
 
 // chiSquareLimit is the chi-square value that a uniform sample exceeds with
 // probability about 1e-4 at df degrees of freedom (Wilson-Hilferty
@@ -86,15 +113,18 @@ func chiSquareLimit(df int) float64 {
 }
 
 // maxRelDev returns the largest |count/expected - 1| over equal expected counts.
-func maxRelDev(counts []int) float64 {
+func maxRelDev(counts []int) float64 { return maxRelDevWant(counts, uniform(len(counts))) }
+
+// maxRelDevWant returns the largest |count/expected - 1| for expected shares
+// want (summing to 1).
+func maxRelDevWant(counts []int, want []float64) float64 {
 	total := 0
 	for _, c := range counts {
 		total += c
 	}
-	want := float64(total) / float64(len(counts))
 	var m float64
-	for _, c := range counts {
-		m = max(m, math.Abs(float64(c)/want-1))
+	for i, c := range counts {
+		m = max(m, math.Abs(float64(c)/(want[i]*float64(total))-1))
 	}
 	return m
 }

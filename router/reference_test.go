@@ -31,6 +31,15 @@ func refScore(h, seed uint64) uint64 {
 	return hi ^ lo
 }
 
+// refSplitMix is the s-th output of SplitMix64 seeded with 0 (Vigna's
+// splitmix64.c: add the golden gamma, then finalize).
+func refSplitMix(s uint64) uint64 {
+	z := (s + 1) * 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
 // refRoute returns the owning member's name and the partition of hash h.
 func refRoute(members []router.Member, h uint64, n int) (string, int) {
 	type cand struct {
@@ -42,9 +51,10 @@ func refRoute(members []router.Member, h uint64, n int) (string, int) {
 	for _, m := range members {
 		equal = equal && m.Weight == members[0].Weight
 	}
+	v := refSplitMix(h / (1 << 48)) // the slot's value
 	cands := make([]cand, len(members))
 	for i, m := range members {
-		x := refScore(h, xxhash.Sum64String(m.Name))
+		x := refScore(v, xxhash.Sum64String(m.Name))
 		c := cand{name: m.Name, x: x}
 		if !equal {
 			u := float64((x>>11)|1) / (1 << 53)
@@ -62,6 +72,7 @@ func refRoute(members []router.Member, h uint64, n int) (string, int) {
 		}
 		return a.name < b.name
 	})
-	hi, _ := refMul128(refScore(h, 0x6a09e667f3bcc908), uint64(n))
+	_, low48 := refMul128(h, 1<<16) // h mod 2^48, shifted up by 16
+	hi, _ := refMul128(low48, uint64(n))
 	return cands[0].name, int(hi)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -22,6 +23,7 @@ func TestNewErrors(t *testing.T) {
 	}{
 		{"nil", nil, router.ErrNoMembers, -1},
 		{"empty", []router.Member{}, router.ErrNoMembers, -1},
+		{"too many", numbered(router.MaxMembers + 1), router.ErrTooManyMembers, -1},
 		{"empty name", []router.Member{{Name: "a", Weight: 1}, {Name: "", Weight: 1}}, router.ErrEmptyName, 1},
 		{"duplicate", []router.Member{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}, {Name: "a", Weight: 2}}, router.ErrDuplicateName, 2},
 		{"zero weight", []router.Member{{Name: "a", Weight: 0}}, router.ErrBadWeight, 0},
@@ -37,7 +39,7 @@ func TestNewErrors(t *testing.T) {
 			assert.ErrorIs(t, err, tt.want)
 			var me *router.MemberError
 			if tt.index < 0 {
-				assert.False(t, errors.As(err, &me), "ErrNoMembers names no member")
+				assert.False(t, errors.As(err, &me), "%v names no member", tt.want)
 				return
 			}
 			require.ErrorAs(t, err, &me)
@@ -91,6 +93,31 @@ func TestKnownHashes(t *testing.T) {
 
 // TestReferenceModel checks the fast code against refRoute, a slow
 // transcription of SPEC.md, for many hashes and topologies.
+// TestMaxMembers: a Router takes MaxMembers members, and the slot table
+// holds every index, including those past 127 (one byte, unsigned).
+func TestMaxMembers(t *testing.T) {
+	members := numbered(router.MaxMembers)
+	r := mustNew(t, members)
+	for i, s := range slotShares(r) {
+		assert.Positive(t, s, "member %d owns no slot", i)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		h := rng.Uint64()
+		want, _ := refRoute(members, h, 1)
+		require.Equal(t, want, owner(r, h), "h=%#x", h)
+	}
+}
+
+// numbered returns n equal members named m0, m1, ...
+func numbered(n int) []router.Member {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "m" + strconv.Itoa(i)
+	}
+	return equalMembers(names...)
+}
+
 func TestReferenceModel(t *testing.T) {
 	sets := [][]router.Member{
 		equalMembers("solo"),

@@ -22,7 +22,7 @@ X5 = 0x27D4EB2F165667C5
 
 # SPEC.md constants.
 S = 0xE7037ED1A0B428DB
-P = 0x6A09E667F3BCC908
+SLOT_BITS = 16
 G = 0x9E3779B97F4A7C15
 M1 = 0xBF58476D1CE4E5B9
 M2 = 0x94D049BB133111EB
@@ -91,9 +91,10 @@ def score(h, seed):
 
 def owner(members, h):
     equal = all(w == members[0][1] for _, w in members)
+    v = keyless(h >> (64 - SLOT_BITS))  # the slot's value
     best = None
     for name, w in members:
-        x = score(h, xxh64(name.encode("utf-8")))
+        x = score(v, xxh64(name.encode("utf-8")))
         if equal:
             key = x
         else:
@@ -106,7 +107,8 @@ def owner(members, h):
 
 
 def partition(h, n):
-    return (score(h, P) * n) >> 64
+    low = h & ((1 << (64 - SLOT_BITS)) - 1)
+    return (low * n) >> (64 - SLOT_BITS)
 
 
 def main():
