@@ -63,12 +63,20 @@ func DownWait(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downWait = 
 
 // health is one cluster's up/down state. The completion path bumps acks;
 // the monitor goroutine reads it and flips the state; senders read down.
+//
+// Senders write handed and read down on every message, and the goroutine
+// pulsar-client-go reports on writes completed and acks on every outcome:
+// the two groups sit on separate cache lines so that the two sides do not
+// take the line from each other at every message.
 type health struct {
-	down      atomic.Bool
+	down   atomic.Bool
+	handed atomic.Uint64 // messages handed to the cluster's writers, ever
+	probe  atomic.Int64  // unix nanos of the last probe let through while down
+	_      [64]byte
+
 	acks      atomic.Uint64 // successful acknowledgements, ever
-	handed    atomic.Uint64 // messages handed to the cluster's writers, ever
-	completed atomic.Uint64 // of those, the ones with an outcome
-	probe     atomic.Int64  // unix nanos of the last probe let through while down
+	completed atomic.Uint64 // of those handed, the ones with an outcome
+	_         [64]byte
 
 	mu        sync.Mutex    // guards the fields below
 	upCh      chan struct{} // closed while up; replaced when the cluster goes down
