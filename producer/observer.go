@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -12,13 +13,19 @@ type Op uint8
 const (
 	OpSend      Op = iota // Send: waits for the ack
 	OpSendAsync           // SendAsync: batched, outcome by callback
+	OpSendTxn             // a message of a transaction (Txn, RunInTxn, SendTxnBulk)
 )
 
 func (o Op) String() string {
-	if o == OpSend {
+	switch o {
+	case OpSend:
 		return "send"
+	case OpSendAsync:
+		return "send_async"
+	case OpSendTxn:
+		return "send_txn"
 	}
-	return "send_async"
+	return "op(" + strconv.Itoa(int(o)) + ")"
 }
 
 // Event describes one message's trip through the Producer, for observers.
@@ -58,6 +65,12 @@ type Event struct {
 // Messages that fail before they are handed to a writer (cluster down, ctx
 // ended while waiting for buffer space) are observed too: OnStart, then
 // OnDone with the error.
+//
+// Messages of a transaction are observed as OpSendTxn: OnStart for each when
+// Commit (or RunInTxn, SendTxnBulk) starts committing them, and OnDone, on
+// the committing goroutine, once the outcome is known: the ID when the
+// message's cluster committed, else the error (for a partial commit, that of
+// the message's own cluster). A retried attempt does not start them again.
 type Observer interface {
 	OnStart(ctx context.Context, ev *Event) map[string]string
 	OnDone(ev *Event)

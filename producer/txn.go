@@ -169,7 +169,7 @@ func (t *Txn) Send(msg *Message) error {
 	if t.home == nil {
 		t.home = c
 	}
-	t.msgs = append(t.msgs, stagedMsg{msg: msg, c: c, pt: pt, n: n})
+	t.msgs = append(t.msgs, stagedMsg{msg: msg, c: c, pt: pt, n: n, props: msg.Properties})
 	t.bytes += n
 	return nil
 }

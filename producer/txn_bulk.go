@@ -68,7 +68,7 @@ func (p *Producer) SendTxnBulk(ctx context.Context, msgs []*Message, perTxn int,
 			per[c] = r
 		}
 		r.idx = append(r.idx, i)
-		r.sm = append(r.sm, stagedMsg{msg: m, c: c, pt: pt, n: cost(m)})
+		r.sm = append(r.sm, stagedMsg{msg: m, c: c, pt: pt, n: cost(m), props: m.Properties})
 	}
 
 	var (

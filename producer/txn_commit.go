@@ -30,6 +30,10 @@ type stagedMsg struct {
 	c   *cluster
 	pt  *partition
 	n   int64 // cost
+
+	// Set by observeTxn when the producer is observed.
+	ev    *Event
+	props map[string]string // the properties to send
 }
 
 // txnCluster is one touched cluster in one commit attempt.
@@ -95,9 +99,11 @@ func (p *Producer) commitTxn(ctx context.Context, cfg *txnCfg, msgs []stagedMsg)
 		return TxnResult{}, &TxnAbortError{Err: ErrClosed}
 	}
 	defer p.leave()
+	p.observeTxn(ctx, msgs)
 	for try := 0; ; try++ {
 		res, retry, err := p.attempt(ctx, cfg, msgs)
 		if err == nil || !retry || try >= cfg.retries || p.closed.Load() {
+			p.txnDone(msgs, res, err)
 			return res, err
 		}
 		t := time.NewTimer(retryBackoff(try))
@@ -105,7 +111,9 @@ func (p *Producer) commitTxn(ctx context.Context, cfg *txnCfg, msgs []stagedMsg)
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return res, fmt.Errorf("%w (retry abandoned: %w)", err, ctx.Err())
+			err = fmt.Errorf("%w (retry abandoned: %w)", err, ctx.Err())
+			p.txnDone(msgs, res, err)
+			return res, err
 		}
 	}
 }
@@ -418,7 +426,7 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 			return
 		}
 		pm := &pulsar.ProducerMessage{Transaction: tc.txn, DeliverAt: sendAlone}
-		toPulsar(pm, m.msg, m.msg.Properties)
+		toPulsar(pm, m.msg, m.props)
 		tc.handed.Store(true)
 		wg.Add(1)
 		pt.w.SendAsync(sctx, pm, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {

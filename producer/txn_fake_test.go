@@ -23,6 +23,7 @@ type txnEvent struct {
 	key     string
 	part    int
 	n       int // for commit/abort: messages acked in the transaction
+	props   map[string]string // for send: the message's properties
 }
 
 func (e txnEvent) String() string {
@@ -242,7 +243,7 @@ func (w *txnWriter) SendAsync(_ context.Context, pm *pulsar.ProducerMessage, cb 
 		cb(nil, pm, f.err)
 		return
 	}
-	b.events = append(b.events, txnEvent{op: "send", cluster: w.cluster, txn: tid, key: pm.Key, part: w.part})
+	b.events = append(b.events, txnEvent{op: "send", cluster: w.cluster, txn: tid, key: pm.Key, part: w.part, props: pm.Properties})
 	w.seq++
 	id := fakeID{seq: w.seq}
 	ack := func() {
