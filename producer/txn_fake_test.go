@@ -22,7 +22,7 @@ type txnEvent struct {
 	txn     uint64 // fake transaction id; 0 for none
 	key     string
 	part    int
-	n       int // for commit/abort: messages acked in the transaction
+	n       int               // for commit/abort: messages acked in the transaction
 	props   map[string]string // for send: the message's properties
 }
 
