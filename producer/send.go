@@ -25,18 +25,40 @@ func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) {
 	pm.EventTime = m.EventTime
 }
 
-// observe starts an Event for msg when there is an observer; it returns the
-// properties to send.
-func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition, msg *Message, n int64) (*Event, map[string]string) {
+// observe starts an Event for msg when there is an observer, in ev when it
+// is not nil, else in a new one; it returns the Event (nil when not
+// observed) and the properties to send.
+func (p *Producer) observe(ctx context.Context, ev *Event, op Op, c *cluster, pt *partition, msg *Message, n int64) (*Event, map[string]string) {
 	if c.obs == nil {
 		return nil, msg.Properties
 	}
-	ev := &Event{Op: op, Topic: p.cfg.topic, Cluster: c.name, Partition: pt.idx, ServiceURL: c.url,
+	if ev == nil {
+		ev = new(Event)
+	}
+	*ev = Event{Op: op, Topic: p.cfg.topic, Cluster: c.name, Partition: pt.idx, ServiceURL: c.url,
 		Key: msg.Key, Properties: msg.Properties, Bytes: n, Start: time.Now()}
 	if props := c.obs.OnStart(ctx, ev); props != nil {
 		return ev, props
 	}
 	return ev, msg.Properties
+}
+
+// observedInflight is an observed async message: its inflight and its Event
+// in one allocation. f stays the first field, so &f.pm is still the start
+// of the allocation (see inflightOf).
+type observedInflight struct {
+	f  inflight
+	ev Event
+}
+
+// newInflight returns the inflight for an async message on c, and the
+// Event to observe it in when c is observed.
+func newInflight(c *cluster) (*inflight, *Event) {
+	if c.obs == nil {
+		return new(inflight), nil
+	}
+	o := new(observedInflight)
+	return &o.f, &o.ev
 }
 
 // fail reports an error that happened before the writer took the message.
@@ -64,7 +86,7 @@ func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
 	defer p.leave()
 	c, pt, err := p.pick(ctx, msg.Key)
 	n := cost(msg)
-	ev, props := p.observe(ctx, OpSend, c, pt, msg, n)
+	ev, props := p.observe(ctx, nil, OpSend, c, pt, msg, n)
 	if err == nil {
 		err = c.budget.acquire(ctx, n, p.done, p.cfg.blockWhenFull)
 	}
@@ -110,7 +132,8 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 	}
 	c, pt, err := p.pick(ctx, msg.Key)
 	n := cost(msg)
-	ev, props := p.observe(ctx, OpSendAsync, c, pt, msg, n)
+	f, evBuf := newInflight(c)
+	ev, props := p.observe(ctx, evBuf, OpSendAsync, c, pt, msg, n)
 	if err == nil {
 		err = c.budget.acquire(ctx, n, p.done, p.cfg.blockWhenFull)
 	}
@@ -122,7 +145,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 		}
 		return
 	}
-	f := &inflight{ctx: ctx, msg: msg, cb: cb, part: pt, cost: n, ev: ev}
+	f.ctx, f.msg, f.cb, f.part, f.cost, f.ev = ctx, msg, cb, pt, n, ev
 	toPulsar(&f.pm, msg, props)
 	pt.add(f)
 	c.health.handed.Add(1)
