@@ -2,6 +2,7 @@ package kotel
 
 import (
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,10 +28,22 @@ type destKey struct {
 	op                  producer.Op
 }
 
+// slotKey is the part of a destKey the cache hashes: hashing the topic and
+// the service URL too cost more than the rest of a lookup, and they seldom
+// vary within a slot. Strings compare cheaply where hashing does not: the
+// producer passes the same strings every time, and == returns at once on
+// the same pointer.
+type slotKey struct {
+	cluster   string
+	partition int
+	op        producer.Op
+}
+
 // dest holds everything about a destination that does not change from
 // message to message, built once so that the hot path only looks it up.
 // Its fields are immutable after newDest, except errs.
 type dest struct {
+	key       destKey
 	spanName  string
 	startOpts []trace.SpanStartOption
 	recOpts   []metric.RecordOption
@@ -71,6 +84,7 @@ func (c *cache) newDest(k destKey) *dest {
 	}
 	set := attribute.NewSet(attrs...)
 	return &dest{
+		key:      k,
 		spanName: "send " + k.topic,
 		// The attributes are set on the span in OnDone, in one call with
 		// the outcome's: the SDK copies start attributes into the config,
@@ -97,42 +111,52 @@ func (d *dest) failure(errType string) *failure {
 }
 
 // cache maps destinations to their prebuilt attributes and attribute sets
-// to their counters. Reads of m are lock free: the map behind m is never
-// modified once stored; writers copy it under mu. Both grow with the
-// destinations seen (topics x clusters x partitions x 2, times the error
-// types seen) and never shrink.
+// to their counters. Reads of m are lock free: the map behind m, and the
+// slices in it, are never modified once stored; writers copy them under
+// mu. Both grow with the destinations seen (topics x clusters x partitions
+// x 2, times the error types seen) and never shrink.
 type cache struct {
 	mu       sync.Mutex // serializes writers of m
-	m        atomic.Pointer[map[destKey]*dest]
+	m        atomic.Pointer[map[slotKey][]*dest]
 	counters sync.Map // attribute.Distinct -> *counter
 }
 
 func (c *cache) get(ev *producer.Event) *dest {
-	k := destKey{topic: ev.Topic, cluster: ev.Cluster, url: ev.ServiceURL, partition: ev.Partition, op: ev.Op}
 	if m := c.m.Load(); m != nil {
-		if d, ok := (*m)[k]; ok {
+		if d := find((*m)[slotKey{cluster: ev.Cluster, partition: ev.Partition, op: ev.Op}], ev); d != nil {
 			return d
 		}
 	}
-	return c.add(k)
+	return c.add(ev)
 }
 
-func (c *cache) add(k destKey) *dest {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var old map[destKey]*dest
-	if m := c.m.Load(); m != nil {
-		old = *m
-		if d, ok := old[k]; ok {
+// find returns the destination of ev in slot, or nil.
+func find(slot []*dest, ev *producer.Event) *dest {
+	for _, d := range slot {
+		if d.key.topic == ev.Topic && d.key.url == ev.ServiceURL {
 			return d
 		}
 	}
-	next := make(map[destKey]*dest, len(old)+1)
-	for kk, d := range old {
-		next[kk] = d
+	return nil
+}
+
+func (c *cache) add(ev *producer.Event) *dest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sk := slotKey{cluster: ev.Cluster, partition: ev.Partition, op: ev.Op}
+	var old map[slotKey][]*dest
+	if m := c.m.Load(); m != nil {
+		old = *m
+		if d := find(old[sk], ev); d != nil {
+			return d
+		}
 	}
-	d := c.newDest(k)
-	next[k] = d
+	next := make(map[slotKey][]*dest, len(old)+1)
+	for k, slot := range old {
+		next[k] = slot
+	}
+	d := c.newDest(destKey{topic: ev.Topic, cluster: ev.Cluster, url: ev.ServiceURL, partition: ev.Partition, op: ev.Op})
+	next[sk] = append(slices.Clip(old[sk]), d)
 	c.m.Store(&next)
 	return d
 }

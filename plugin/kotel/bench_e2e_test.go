@@ -112,15 +112,16 @@ const (
 	telemetryOff     = "off"
 	telemetryOn      = "on"      // metrics and a span per message, every span sampled
 	telemetryMetrics = "metrics" // metrics only (no-op tracer)
+	telemetryNoTrace = "notrace" // metrics only (WithTracing(false))
 	telemetrySampled = "sampled" // metrics and spans, 1% of new traces sampled
 )
 
 // BenchmarkTelemetry alternates telemetry off and on so that drift in the
 // broker or the machine hits both alike; compare msg/s within one run. The
-// last two show the cost of metrics alone and of sampled tracing.
+// last three show the cost of metrics alone and of sampled tracing.
 func BenchmarkTelemetry(b *testing.B) {
 	setupBench(b)
-	for i, mode := range []string{telemetryOff, telemetryOn, telemetryOff, telemetryOn, telemetryMetrics, telemetrySampled} {
+	for i, mode := range []string{telemetryOff, telemetryOn, telemetryOff, telemetryOn, telemetryMetrics, telemetryNoTrace, telemetrySampled} {
 		b.Run(fmt.Sprintf("%d_%s", i+1, mode), func(b *testing.B) { benchSendAsync(b, mode) })
 	}
 }
@@ -142,8 +143,11 @@ func benchSendAsync(b *testing.B, mode string) {
 		}()
 		kopts := []kotel.Opt{kotel.WithMeterProvider(mp), kotel.WithTracerProvider(tp),
 			kotel.WithPropagator(propagation.TraceContext{})}
-		if mode == telemetryMetrics {
+		switch mode {
+		case telemetryMetrics:
 			kopts[1] = kotel.WithTracerProvider(tracenoop.NewTracerProvider())
+		case telemetryNoTrace:
+			kopts = append(kopts, kotel.WithTracing(false))
 		}
 		obs, err := kotel.New(kopts...)
 		if err != nil {

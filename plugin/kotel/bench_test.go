@@ -22,42 +22,43 @@ import (
 // aggregated for a manual reader.
 func sdkObserver(tb testing.TB) *kotel.Observer {
 	tb.Helper()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
-		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-	tb.Cleanup(func() {
-		_ = tp.Shutdown(context.Background())
-		_ = mp.Shutdown(context.Background())
-	})
-	obs, err := kotel.New(kotel.WithMeterProvider(mp), kotel.WithTracerProvider(tp),
-		kotel.WithPropagator(propagation.TraceContext{}))
-	require.NoError(tb, err)
-	return obs
+	return sdkObserverWith(tb, sdktrace.AlwaysSample())
 }
 
 // sampledObserver is sdkObserver with 1% of new traces sampled.
 func sampledObserver(tb testing.TB) *kotel.Observer {
 	tb.Helper()
+	return sdkObserverWith(tb, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01)))
+}
+
+// metricsObserver records metrics with the real SDK and a no-op tracer.
+func metricsObserver(tb testing.TB) *kotel.Observer {
+	tb.Helper()
+	return sdkObserverWith(tb, nil, kotel.WithTracerProvider(tracenoop.NewTracerProvider()))
+}
+
+// tracingOffObserver records metrics with the real SDK and tracing off.
+func tracingOffObserver(tb testing.TB) *kotel.Observer {
+	tb.Helper()
+	return sdkObserverWith(tb, nil, kotel.WithTracing(false))
+}
+
+// sdkObserverWith is an Observer on the real SDKs with sampler (nil: the
+// SDK's default) and opts applied last.
+func sdkObserverWith(tb testing.TB, sampler sdktrace.Sampler, opts ...kotel.Opt) *kotel.Observer {
+	tb.Helper()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))),
-		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(tracetest.NewNoopExporter())}
+	if sampler != nil {
+		tpOpts = append(tpOpts, sdktrace.WithSampler(sampler))
+	}
+	tp := sdktrace.NewTracerProvider(tpOpts...)
 	tb.Cleanup(func() {
 		_ = tp.Shutdown(context.Background())
 		_ = mp.Shutdown(context.Background())
 	})
-	obs, err := kotel.New(kotel.WithMeterProvider(mp), kotel.WithTracerProvider(tp),
-		kotel.WithPropagator(propagation.TraceContext{}))
-	require.NoError(tb, err)
-	return obs
-}
-
-// metricsObserver records metrics with the real SDK and no traces.
-func metricsObserver(tb testing.TB) *kotel.Observer {
-	tb.Helper()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	tb.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	obs, err := kotel.New(kotel.WithMeterProvider(mp), kotel.WithTracerProvider(tracenoop.NewTracerProvider()),
-		kotel.WithPropagator(propagation.TraceContext{}))
+	obs, err := kotel.New(append([]kotel.Opt{kotel.WithMeterProvider(mp), kotel.WithTracerProvider(tp),
+		kotel.WithPropagator(propagation.TraceContext{})}, opts...)...)
 	require.NoError(tb, err)
 	return obs
 }
@@ -78,35 +79,40 @@ func roundTrip(obs *kotel.Observer, ev *producer.Event, id producer.ID) {
 	obs.OnDone(ev)
 }
 
-// TestAllocs pins what the Observer itself allocates per message: with
-// no-op providers only the span context; attribute sets are never rebuilt.
+// TestAllocs pins what the Observer itself allocates per message: nothing
+// unless it starts a span; attribute sets are never rebuilt. A span the
+// sampler drops costs what the trace SDK allocates for it, the properties'
+// copy and the injected traceparent; a sampled one, the SDK's span too.
 func TestAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
 	ev := event(producer.OpSendAsync, 3)
 	id := okID(ev)
-
-	noop := noopObserver(t)
-	roundTrip(noop, ev, id)
-	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { roundTrip(noop, ev, id) }), 1.0, "no-op providers")
-
-	metrics := metricsObserver(t)
-	roundTrip(metrics, ev, id)
-	assert.LessOrEqual(t, testing.AllocsPerRun(1000, func() { roundTrip(metrics, ev, id) }), 1.0, "metrics only")
-
-	sdk := sdkObserver(t)
-	roundTrip(sdk, ev, id)
-	got := testing.AllocsPerRun(1000, func() { roundTrip(sdk, ev, id) })
-	t.Logf("real SDKs, every span sampled: %.0f allocs per message", got)
-	assert.LessOrEqual(t, got, 12.0, "real SDKs")
+	for _, tc := range []struct {
+		name string
+		obs  func(testing.TB) *kotel.Observer
+		max  float64
+	}{
+		{"no-op providers", noopObserver, 0},
+		{"metrics, no-op tracer", metricsObserver, 0},
+		{"metrics, tracing off", tracingOffObserver, 0},
+		{"1% of spans sampled", sampledObserver, 5},
+		{"every span sampled", sdkObserver, 12},
+	} {
+		obs := tc.obs(t)
+		roundTrip(obs, ev, id)
+		got := testing.AllocsPerRun(1000, func() { roundTrip(obs, ev, id) })
+		t.Logf("%s: %.0f allocs per message", tc.name, got)
+		assert.LessOrEqual(t, got, tc.max, tc.name)
+	}
 }
 
 func BenchmarkObserver(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		obs  func(testing.TB) *kotel.Observer
-	}{{"noop", noopObserver}, {"metrics", metricsObserver}, {"sampled", sampledObserver}, {"sdk", sdkObserver}} {
+	}{{"noop", noopObserver}, {"metrics", metricsObserver}, {"tracingoff", tracingOffObserver}, {"sampled", sampledObserver}, {"sdk", sdkObserver}} {
 		b.Run(bc.name, func(b *testing.B) {
 			obs := bc.obs(b)
 			b.ReportAllocs()

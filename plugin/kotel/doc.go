@@ -46,21 +46,52 @@
 // OnStart injects the span's context with the propagator into a copy of the
 // message's properties and returns the copy, which the producer sends; the
 // message's own map is never modified. When the propagator writes nothing
-// (no valid span, no-op propagator) no copy is made.
+// (no valid span, no-op propagator) no copy is made. A span the sampler
+// drops still has a context, marked not sampled, and it travels too, so
+// that consumers follow the decision.
 //
-// This needs the message's properties on producer.Event (a Properties
-// field). Until the producer provides it, OnStart cannot copy them, so it
-// propagates nothing and returns nil rather than drop the caller's
-// properties; spans and metrics are recorded either way (see props.go).
+// With the no-op tracer of go.opentelemetry.io/otel/trace/noop, kotel
+// starts no span and propagates the span context already in the ctx given
+// to Send or SendAsync, which is all that tracer's spans carry. With
+// WithTracing(false) it starts no span and writes no property at all.
+//
+// # Exemplars
+//
+// A duration is recorded with the message's span in its ctx when that span
+// records, so that exemplars link to it. Without a span (tracing off, no-op
+// tracer) it is recorded with the caller's ctx when that holds a span
+// context, as it was through a no-op span. A message whose span the
+// sampler dropped is recorded with no span: with the default trace-based
+// exemplar filter neither an unsampled span nor its unsampled parent would
+// give an exemplar.
 //
 // # Cost
 //
-// Attribute sets are built once per (topic, cluster, partition, operation)
-// and reused, so a message costs the span, its context and the properties
-// copy, not attribute building; a span's attributes are set in one call
-// when it ends, which halves what the trace SDK allocates for it. Most of
-// the remaining cost is the SDKs' own: a sampled span costs several
-// microseconds of CPU and ~2 KB, about as much as pulsar-client-go spends
-// on the message itself, so sample traces (ParentBased(TraceIDRatioBased))
-// on hot topics. See bench_test.go and bench_e2e_test.go for figures.
+// Measured on the project's 2-core development machine, one goroutine
+// (go test -bench Observer -cpu 1, medians of 8; CPU per message):
+//
+//	no-op providers                                       50 ns, 0 allocs
+//	metrics only, WithTracing(false)                     390 ns, 0 allocs
+//	metrics + no-op tracer                               405 ns, 0 allocs
+//	metrics + ParentBased(TraceIDRatioBased(0.01))      1.1 us, 5 allocs, 560 B
+//	metrics + every span sampled                        3.8 us, 12 allocs, 2.4 KB
+//
+// pulsar-client-go itself spends about 3.5 us of CPU per async message, so
+// metrics alone cost about a tenth of that. Kotel's own share is small:
+// attribute sets and counters are built once per (topic, cluster,
+// partition, operation), the counter is an atomic add, a message whose
+// span does not record allocates nothing of kotel's, and no span is
+// started when there is no tracer to record or propagate one. The rest is
+// the SDKs': the metric SDK's Record of the duration with its eight
+// attributes is about 300 ns (about 25 ns per attribute, which the SDK
+// re-checks on every call since v1.45), reading the clock about 35 ns; a
+// span the sampler drops still costs its Start, its context and the
+// properties' copy with a traceparent (about 700 ns), and a sampled span
+// about as much CPU as the client spends on the message, plus ~2 KB.
+//
+// Recommended: WithTracing(false) on hot topics that need no traces;
+// otherwise ParentBased(TraceIDRatioBased(r)) sampling, which keeps the
+// cost of every unsampled message at the figure above and adds the
+// sampled spans' in proportion to r. See bench_test.go and
+// bench_e2e_test.go (end to end on a local cluster).
 package kotel

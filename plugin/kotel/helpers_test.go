@@ -28,19 +28,25 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
+	return newRigWith(t, sdktrace.AlwaysSample())
+}
+
+// newRigWith is newRig with sampler and opts (applied after the rig's own).
+func newRigWith(t *testing.T, sampler sdktrace.Sampler, opts ...kotel.Opt) *rig {
+	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans), sdktrace.WithSampler(sampler))
 	t.Cleanup(func() {
 		_ = mp.Shutdown(context.Background())
 		_ = tp.Shutdown(context.Background())
 	})
-	obs, err := kotel.New(
+	obs, err := kotel.New(append([]kotel.Opt{
 		kotel.WithMeterProvider(mp),
 		kotel.WithTracerProvider(tp),
 		kotel.WithPropagator(propagation.TraceContext{}),
-	)
+	}, opts...)...)
 	require.NoError(t, err)
 	return &rig{obs: obs, reader: reader, spans: spans, tp: tp}
 }
@@ -58,6 +64,45 @@ func (r *rig) collect(t *testing.T) map[string]metricdata.Aggregation {
 		}
 	}
 	return out
+}
+
+// histPoint returns the duration histogram's point with attrs.
+func histPoint(t *testing.T, m map[string]metricdata.Aggregation, attrs ...attribute.KeyValue) metricdata.HistogramDataPoint[float64] {
+	t.Helper()
+	hist, ok := m["messaging.client.operation.duration"].(metricdata.Histogram[float64])
+	require.True(t, ok, "histogram type %T", m["messaging.client.operation.duration"])
+	return pointWith(t, hist.DataPoints, func(dp metricdata.HistogramDataPoint[float64]) attribute.Set { return dp.Attributes }, attrs)
+}
+
+// sentCount returns the value of the sent counter's point with attrs.
+func sentCount(t *testing.T, m map[string]metricdata.Aggregation, attrs ...attribute.KeyValue) int64 {
+	t.Helper()
+	sum, ok := m["messaging.client.sent.messages"].(metricdata.Sum[int64])
+	require.True(t, ok, "counter type %T", m["messaging.client.sent.messages"])
+	return pointWith(t, sum.DataPoints, func(dp metricdata.DataPoint[int64]) attribute.Set { return dp.Attributes }, attrs).Value
+}
+
+// pointWith returns the one of points whose attributes are attrs.
+func pointWith[P any](t *testing.T, points []P, attrsOf func(P) attribute.Set, attrs []attribute.KeyValue) P {
+	t.Helper()
+	want := attribute.NewSet(attrs...)
+	for _, p := range points {
+		if got := attrsOf(p); got.Equals(&want) {
+			return p
+		}
+	}
+	require.Failf(t, "no point", "attributes %v", want.ToSlice())
+	var zero P
+	return zero
+}
+
+// sendOK passes ev through OnStart and, written, OnDone, and returns what
+// OnStart returned.
+func (r *rig) sendOK(ctx context.Context, ev *producer.Event) map[string]string {
+	props := r.obs.OnStart(ctx, ev)
+	ev.ID = okID(ev)
+	r.obs.OnDone(ev)
+	return props
 }
 
 func event(op producer.Op, partition int) *producer.Event {

@@ -13,6 +13,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/semconv/v1.43.0/messagingconv"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/keyroute/keyroute/producer"
 )
@@ -28,11 +29,16 @@ var attrPool = sync.Pool{New: func() any { s := make([]attribute.KeyValue, 0, 16
 // producer; pass it to producer.Observe. It is safe for concurrent use and
 // may observe several producers.
 type Observer struct {
+	// tracer starts the messages' spans; nil when no span is started:
+	// tracing is off, or the tracer is trace/noop's, whose spans only
+	// carry the caller's span context on (see OnStart).
 	tracer trace.Tracer
-	prop   propagation.TextMapPropagator
-	sent   metric.Int64ObservableCounter
-	dur    metric.Float64Histogram
-	dests  cache
+	// prop writes trace context into the message properties; nil when
+	// tracing is off.
+	prop  propagation.TextMapPropagator
+	sent  metric.Int64ObservableCounter
+	dur   metric.Float64Histogram
+	dests cache
 }
 
 var _ producer.Observer = (*Observer)(nil)
@@ -48,7 +54,14 @@ func New(opts ...Opt) (*Observer, error) {
 		}
 	}
 	meter := c.mp.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
-	o := &Observer{tracer: c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)), prop: c.prop}
+	o := &Observer{}
+	if c.tracing {
+		o.prop = c.prop
+		o.tracer = c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL))
+		if _, isNoop := o.tracer.(tracenoop.Tracer); isNoop {
+			o.tracer = nil
+		}
+	}
 	// The counter is observed: the Observer counts per attribute set with
 	// atomics and reports the totals at each collection. Same name, unit,
 	// description and data (a monotonic cumulative sum) as a synchronous
@@ -73,48 +86,73 @@ func New(opts ...Opt) (*Observer, error) {
 	return o, nil
 }
 
+// traced is ev.Token for a message whose span records.
+type traced struct {
+	d   *dest
+	ctx context.Context // holds the span
+}
+
 // OnStart starts the message's PRODUCER span as a child of the span in
 // ctx and returns a copy of the message's properties carrying the span's
 // context, or nil when the propagator has nothing to write.
+//
+// With trace/noop's tracer it starts no span and propagates ctx's own span
+// context, which is all that tracer's span would carry; with tracing off it
+// starts and propagates nothing.
+//
+// It leaves in ev.Token what OnDone needs, allocating only for a span that
+// records: a *traced for such a span; without a span (tracing off, no-op
+// tracer), the caller's ctx when it holds a span context, so that the
+// duration's exemplars link to that span as they did through a no-op span;
+// else the message's *dest.
 func (o *Observer) OnStart(ctx context.Context, ev *producer.Event) map[string]string {
-	return o.inject(o.start(ctx, ev), messageProps(ev))
-}
-
-// start starts the span and keeps its ctx in ev.Token for OnDone.
-func (o *Observer) start(ctx context.Context, ev *producer.Event) context.Context {
 	d := o.dests.get(ev)
-	ctx, _ = o.tracer.Start(ctx, d.spanName, d.startOpts...)
-	ev.Token = ctx
-	return ctx
-}
-
-// inject writes ctx's trace context into a copy of props and returns it,
-// or returns nil when the propagator writes nothing.
-func (o *Observer) inject(ctx context.Context, props map[string]string) map[string]string {
-	c := carrier{src: props}
-	o.prop.Inject(ctx, &c)
-	return c.dst
+	if o.tracer == nil {
+		var props map[string]string
+		if o.prop != nil {
+			props = o.inject(ctx, ev)
+		}
+		ev.Token = d
+		if trace.SpanContextFromContext(ctx).IsValid() {
+			ev.Token = ctx
+		}
+		return props
+	}
+	ctx, span := o.tracer.Start(ctx, d.spanName, d.startOpts...)
+	props := o.inject(ctx, ev)
+	ev.Token = d
+	if span.IsRecording() {
+		ev.Token = &traced{d: d, ctx: ctx}
+	}
+	return props
 }
 
 // OnDone ends the message's span and records its metrics: the span gets
 // messaging.message.id on success, an Error status and error.type on
 // failure.
 func (o *Observer) OnDone(ev *producer.Event) {
-	ctx, _ := ev.Token.(context.Context)
-	if ctx == nil {
-		ctx = context.Background()
+	var d *dest
+	var span trace.Span
+	ctx := context.Background()
+	switch t := ev.Token.(type) {
+	case *dest:
+		d = t
+	case *traced:
+		d, ctx, span = t.d, t.ctx, trace.SpanFromContext(t.ctx)
+	case context.Context:
+		d, ctx = o.dests.get(ev), t
+	default: // no OnStart
+		d = o.dests.get(ev)
 	}
-	d := o.dests.get(ev)
-	span := trace.SpanFromContext(ctx)
 	sent, rec := d.sent, d.recOpts
 	if ev.Err != nil {
 		f := d.failure(errorType(ev.Err))
 		sent, rec = f.sent, f.recOpts
-		if span.IsRecording() {
+		if span != nil {
 			span.SetStatus(codes.Error, ev.Err.Error())
 			span.SetAttributes(f.attrs...)
 		}
-	} else if span.IsRecording() {
+	} else if span != nil {
 		// The SDK copies the attributes, so the slice can be reused.
 		bp := attrPool.Get().(*[]attribute.KeyValue)
 		attrs := append(append((*bp)[:0], d.attrs...), semconv.MessagingMessageID(formatID(ev.ID)))
@@ -123,7 +161,11 @@ func (o *Observer) OnDone(ev *producer.Event) {
 		*bp = attrs[:0]
 		attrPool.Put(bp)
 	}
-	span.End()
+	if span != nil {
+		span.End()
+	}
 	sent.n.Add(1)
-	o.dur.Record(ctx, time.Since(ev.Start).Seconds(), rec...)
+	if o.dur.Enabled(ctx) {
+		o.dur.Record(ctx, time.Since(ev.Start).Seconds(), rec...)
+	}
 }

@@ -22,9 +22,7 @@ import (
 func TestSuccessSpanAndMetrics(t *testing.T) {
 	r := newRig(t)
 	ev := event(producer.OpSendAsync, 3)
-	r.obs.OnStart(context.Background(), ev)
-	ev.ID = okID(ev)
-	r.obs.OnDone(ev)
+	r.sendOK(context.Background(), ev)
 
 	ended := r.spans.Ended()
 	require.Len(t, ended, 1)
@@ -101,10 +99,7 @@ func TestErrorType(t *testing.T) {
 func TestSpanIsChildOfCtxSpan(t *testing.T) {
 	r := newRig(t)
 	ctx, parent := r.tp.Tracer("test").Start(context.Background(), "handler")
-	ev := event(producer.OpSend, 0)
-	r.obs.OnStart(ctx, ev)
-	ev.ID = okID(ev)
-	r.obs.OnDone(ev)
+	r.sendOK(ctx, event(producer.OpSend, 0))
 	parent.End()
 
 	ended := r.spans.Ended()

@@ -12,6 +12,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/keyroute/keyroute/producer"
 )
@@ -30,85 +31,112 @@ func testEvent() *producer.Event {
 	return &producer.Event{Op: producer.OpSend, Topic: "t", Cluster: "c", Partition: 1, ServiceURL: "pulsar://h:6650", Start: time.Now()}
 }
 
-// TestInjectCopies checks that the span's context is written into a copy of
-// the message's properties, that extracting it gives the span's trace, and
-// that the message's own map is left alone.
-func TestInjectCopies(t *testing.T) {
-	o, _ := newTestObserver(t, propagation.TraceContext{})
+// extract returns the span context that props carry.
+func extract(props map[string]string) trace.SpanContext {
+	return trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier(props)))
+}
+
+// TestOnStartInjectsIntoCopy checks that OnStart returns a copy of the
+// message's properties plus the span's context (extracting it gives the
+// span), and that the message's own map is left alone: OnStart's result
+// replaces the message's properties, so it must hold them all.
+func TestOnStartInjectsIntoCopy(t *testing.T) {
+	o, spans := newTestObserver(t, propagation.TraceContext{})
 	orig := map[string]string{"tenant": "acme", "schema": "v2"}
 	before := maps.Clone(orig)
-
 	ev := testEvent()
-	ctx := o.start(context.Background(), ev)
-	got := o.inject(ctx, orig)
-
+	ev.Properties = orig
+	got := o.OnStart(context.Background(), ev)
 	assert.Equal(t, before, orig, "the message's properties must not be modified")
-	require.NotNil(t, got)
-	assert.Equal(t, "acme", got["tenant"])
-	assert.Equal(t, "v2", got["schema"])
-	assert.Contains(t, got, "traceparent")
-	assert.Len(t, got, 3)
-
-	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier(got)))
-	span := trace.SpanContextFromContext(ctx)
+	assert.Equal(t, map[string]string{"tenant": "acme", "schema": "v2", "traceparent": got["traceparent"]}, got)
+	o.OnDone(ev)
+	require.Len(t, spans.Ended(), 1)
+	span := spans.Ended()[0].SpanContext()
+	sc := extract(got)
 	require.True(t, sc.IsValid())
 	assert.Equal(t, span.TraceID(), sc.TraceID())
 	assert.Equal(t, span.SpanID(), sc.SpanID())
+	assert.True(t, sc.IsSampled())
 	assert.True(t, sc.IsRemote())
 }
 
-func TestInjectNilProperties(t *testing.T) {
+func TestOnStartNilProperties(t *testing.T) {
 	o, _ := newTestObserver(t, propagation.TraceContext{})
-	ctx := o.start(context.Background(), testEvent())
-	got := o.inject(ctx, nil)
+	got := o.OnStart(context.Background(), testEvent())
 	assert.Len(t, got, 1)
 	assert.Contains(t, got, "traceparent")
 }
 
-// TestInjectNothing checks that no copy is made when the propagator has
-// nothing to write.
-func TestInjectNothing(t *testing.T) {
-	o, _ := newTestObserver(t, propagation.NewCompositeTextMapPropagator())
-	ctx := o.start(context.Background(), testEvent())
-	assert.Nil(t, o.inject(ctx, map[string]string{"a": "b"}))
+// TestOnStartInjectsNothing checks that no copy is made when the
+// propagator has nothing to write, and that the span is recorded anyway.
+func TestOnStartInjectsNothing(t *testing.T) {
+	o, spans := newTestObserver(t, propagation.NewCompositeTextMapPropagator())
+	ev := testEvent()
+	ev.Properties = map[string]string{"a": "b"}
+	assert.Nil(t, o.OnStart(context.Background(), ev))
+	assert.Equal(t, map[string]string{"a": "b"}, ev.Properties)
+	o.OnDone(ev)
+	assert.Len(t, spans.Ended(), 1)
 }
 
-// TestOnStartNeverDropsProperties: OnStart's result replaces the message's
-// properties, so it must either be nil or hold them all.
-func TestOnStartNeverDropsProperties(t *testing.T) {
-	o, spans := newTestObserver(t, propagation.TraceContext{})
+// TestUnsampledSpanPropagates: a span the sampler drops is not recorded,
+// but its context (not sampled) still travels, so that consumers follow
+// the decision.
+func TestUnsampledSpanPropagates(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans), sdktrace.WithSampler(sdktrace.NeverSample()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	o, err := New(WithTracerProvider(tp), WithPropagator(propagation.TraceContext{}))
+	require.NoError(t, err)
 	ev := testEvent()
-	ev.Properties = map[string]string{"a": "1", "b": "2"}
 	got := o.OnStart(context.Background(), ev)
-	assert.Contains(t, got, "traceparent")
-	assert.Equal(t, "1", got["a"])
-	assert.Equal(t, "2", got["b"])
+	assert.IsType(t, (*dest)(nil), ev.Token, "no allocation for an unsampled span")
 	o.OnDone(ev)
-	assert.Len(t, spans.Ended(), 1, "the span is recorded either way")
+	assert.Empty(t, spans.Ended())
+	sc := extract(got)
+	assert.True(t, sc.IsValid())
+	assert.False(t, sc.IsSampled())
 }
 
-// TestOnStartInjectsIntoCopy: OnStart returns the message's properties plus
-// the trace context, and leaves the message's map alone.
-func TestOnStartInjectsIntoCopy(t *testing.T) {
-	o, spans := newTestObserver(t, propagation.TraceContext{})
-	orig := map[string]string{"tenant": "acme"}
+// TestNoopTracerPropagatesCaller: with trace/noop's tracer no span is
+// started, and the properties carry exactly what that tracer's span would:
+// the caller's span context, or nothing.
+func TestNoopTracerPropagatesCaller(t *testing.T) {
+	o, err := New(WithTracerProvider(tracenoop.NewTracerProvider()), WithPropagator(propagation.TraceContext{}))
+	require.NoError(t, err)
+	require.Nil(t, o.tracer)
+
 	ev := testEvent()
-	ev.Properties = orig
-	got := o.OnStart(context.Background(), ev)
-	assert.Equal(t, map[string]string{"tenant": "acme"}, orig)
-	assert.Equal(t, "acme", got["tenant"])
+	assert.Nil(t, o.OnStart(context.Background(), ev))
+	assert.IsType(t, (*dest)(nil), ev.Token)
 	o.OnDone(ev)
-	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier(got)))
-	assert.Equal(t, spans.Ended()[0].SpanContext().TraceID(), sc.TraceID())
-	assert.Equal(t, spans.Ended()[0].SpanContext().SpanID(), sc.SpanID())
+
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "handler")
+	defer parent.End()
+	ev = testEvent()
+	got := o.OnStart(ctx, ev)
+	noopCtx, _ := tracenoop.NewTracerProvider().Tracer("").Start(ctx, "x")
+	want := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(noopCtx, want)
+	assert.Equal(t, map[string]string(want), got)
+	assert.Equal(t, parent.SpanContext().SpanID(), extract(got).SpanID())
+	assert.Equal(t, ctx, ev.Token, "the caller's ctx is kept for the exemplars")
+	o.OnDone(ev)
+	assert.True(t, parent.IsRecording(), "the caller's span is not ended")
 }
 
 func TestCarrierKeys(t *testing.T) {
-	c := carrier{src: map[string]string{"a": "1"}}
+	ev := testEvent()
+	ev.Properties = map[string]string{"a": "1"}
+	c := (*carrier)(ev)
 	assert.Equal(t, []string{"a"}, c.Keys())
 	assert.Equal(t, "1", c.Get("a"))
 	c.Set("b", "2")
 	assert.ElementsMatch(t, []string{"a", "b"}, c.Keys())
 	assert.Equal(t, "2", c.Get("b"))
-	assert.Equal(t, map[string]string{"a": "1"}, c.src)
+	assert.Equal(t, "1", c.Get("a"))
+	assert.Equal(t, map[string]string{"a": "1"}, ev.Properties)
+	assert.Equal(t, map[string]string{"a": "1", "b": "2"}, ev.Token)
 }
