@@ -107,9 +107,20 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 		b.StopTimer()
 		w.Close()
 	})
-	for _, clusters := range []int{1, 5} {
-		b.Run(fmt.Sprintf("clusters=%d", clusters), func(b *testing.B) {
-			p, err := producer.New(context.Background(), topo(clusters), producer.Topic("t"), producer.WithConnector(connect))
+	for _, bc := range []struct {
+		clusters int
+		observed bool
+	}{{1, false}, {5, false}, {1, true}} {
+		name := fmt.Sprintf("clusters=%d", bc.clusters)
+		opts := []producer.Opt{producer.Topic("t"), producer.WithConnector(connect)}
+		if bc.observed {
+			// An observer that does nothing: what observing costs the
+			// SDK itself, before any telemetry library's own cost.
+			name += "/observed"
+			opts = append(opts, producer.Observe(nopObserver{}))
+		}
+		b.Run(name, func(b *testing.B) {
+			p, err := producer.New(context.Background(), topo(bc.clusters), opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -130,3 +141,8 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 		})
 	}
 }
+
+type nopObserver struct{}
+
+func (nopObserver) OnStart(context.Context, *producer.Event) map[string]string { return nil }
+func (nopObserver) OnDone(*producer.Event)                                     {}
