@@ -89,6 +89,13 @@
 // properties' copy with a traceparent (about 700 ns), and a sampled span
 // about as much CPU as the client spends on the message, plus ~2 KB.
 //
+// End to end (SendAsync on one local cluster, bench_e2e_test.go, medians of
+// three rounds) the throughput against no observer was 0.74x with metrics
+// only (WithTracing(false); +24-37% client CPU, which also takes in the
+// producer's own cost of observing: an Event and two clock reads, about
+// 200 ns), 0.49x with 1% of traces sampled and 0.36x with every message
+// traced.
+//
 // Recommended: WithTracing(false) on hot topics that need no traces;
 // otherwise ParentBased(TraceIDRatioBased(r)) sampling, which keeps the
 // cost of every unsampled message at the figure above and adds the
