@@ -108,27 +108,54 @@ func newClient(serviceURL string, txn bool) (pulsar.Client, error) {
 	})
 }
 
-// produceConsume subscribes, sends n messages and receives exactly them.
-func produceConsume(ctx context.Context, serviceURL, topic string, n int) error {
-	client, err := newClient(serviceURL, false)
+// pipe is a client with a subscription ("smoke", from the earliest
+// message) and a producer on one topic.
+type pipe struct {
+	client   pulsar.Client
+	consumer pulsar.Consumer
+	producer pulsar.Producer
+}
+
+// openPipe subscribes before it creates the producer, so the subscription
+// sees every message sent. With txn, the client has transactions on and
+// the producer does not batch (a transactional message is sent alone).
+func openPipe(serviceURL, topic string, txn bool) (*pipe, error) {
+	client, err := newClient(serviceURL, txn)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer client.Close()
 	consumer, err := client.Subscribe(pulsar.ConsumerOptions{
 		Topic:                       topic,
 		SubscriptionName:            "smoke",
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
 	})
 	if err != nil {
-		return fmt.Errorf("subscribe %s: %w", topic, err)
+		client.Close()
+		return nil, fmt.Errorf("subscribe %s: %w", topic, err)
 	}
-	defer consumer.Close()
-	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: txn})
 	if err != nil {
-		return fmt.Errorf("producer %s: %w", topic, err)
+		consumer.Close()
+		client.Close()
+		return nil, fmt.Errorf("producer %s: %w", topic, err)
 	}
-	defer producer.Close()
+	return &pipe{client: client, consumer: consumer, producer: producer}, nil
+}
+
+func (pp *pipe) close() {
+	pp.producer.Close()
+	pp.consumer.Close()
+	pp.client.Close()
+}
+
+// produceConsume subscribes, sends n messages and receives exactly them.
+func produceConsume(ctx context.Context, serviceURL, topic string, n int) error {
+	pp, err := openPipe(serviceURL, topic, false)
+	if err != nil {
+		return err
+	}
+	defer pp.close()
+	producer, consumer := pp.producer, pp.consumer
 	want := map[string]bool{}
 	for i := range n {
 		p := fmt.Sprintf("msg-%d", i)
@@ -158,26 +185,13 @@ func produceConsume(ctx context.Context, serviceURL, topic string, n int) error 
 // commitThenConsume sends one message in a transaction, checks that it is
 // invisible before the commit and delivered after it.
 func commitThenConsume(ctx context.Context, serviceURL, topic string) error {
-	client, err := newClient(serviceURL, true)
+	pp, err := openPipe(serviceURL, topic, true)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
-	consumer, err := client.Subscribe(pulsar.ConsumerOptions{
-		Topic:                       topic,
-		SubscriptionName:            "smoke",
-		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
-	})
-	if err != nil {
-		return fmt.Errorf("subscribe %s: %w", topic, err)
-	}
-	defer consumer.Close()
-	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
-	if err != nil {
-		return fmt.Errorf("producer %s: %w", topic, err)
-	}
-	defer producer.Close()
-	txn, err := client.NewTransaction(time.Minute)
+	defer pp.close()
+	producer, consumer := pp.producer, pp.consumer
+	txn, err := pp.client.NewTransaction(time.Minute)
 	if err != nil {
 		return fmt.Errorf("new transaction: %w", err)
 	}

@@ -28,12 +28,12 @@ type destKey struct {
 	op                  producer.Op
 }
 
-// slotKey is the part of a destKey the cache hashes: hashing the topic and
+// hashKey is the part of a destKey the cache hashes: hashing the topic and
 // the service URL too cost more than the rest of a lookup, and they seldom
-// vary within a slot. Strings compare cheaply where hashing does not: the
-// producer passes the same strings every time, and == returns at once on
-// the same pointer.
-type slotKey struct {
+// vary among the destinations of one hashKey. Strings compare cheaply where
+// hashing does not: the producer passes the same strings every time, and
+// == returns at once on the same pointer.
+type hashKey struct {
 	cluster   string
 	partition int
 	op        producer.Op
@@ -117,22 +117,23 @@ func (d *dest) failure(errType string) *failure {
 // x 2, times the error types seen) and never shrink.
 type cache struct {
 	mu       sync.Mutex // serializes writers of m
-	m        atomic.Pointer[map[slotKey][]*dest]
+	m        atomic.Pointer[map[hashKey][]*dest]
 	counters sync.Map // attribute.Distinct -> *counter
 }
 
 func (c *cache) get(ev *producer.Event) *dest {
 	if m := c.m.Load(); m != nil {
-		if d := find((*m)[slotKey{cluster: ev.Cluster, partition: ev.Partition, op: ev.Op}], ev); d != nil {
+		if d := find((*m)[hashKey{cluster: ev.Cluster, partition: ev.Partition, op: ev.Op}], ev); d != nil {
 			return d
 		}
 	}
 	return c.add(ev)
 }
 
-// find returns the destination of ev in slot, or nil.
-func find(slot []*dest, ev *producer.Event) *dest {
-	for _, d := range slot {
+// find returns the destination of ev among ds (those of one hashKey), or
+// nil.
+func find(ds []*dest, ev *producer.Event) *dest {
+	for _, d := range ds {
 		if d.key.topic == ev.Topic && d.key.url == ev.ServiceURL {
 			return d
 		}
@@ -143,17 +144,17 @@ func find(slot []*dest, ev *producer.Event) *dest {
 func (c *cache) add(ev *producer.Event) *dest {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sk := slotKey{cluster: ev.Cluster, partition: ev.Partition, op: ev.Op}
-	var old map[slotKey][]*dest
+	sk := hashKey{cluster: ev.Cluster, partition: ev.Partition, op: ev.Op}
+	var old map[hashKey][]*dest
 	if m := c.m.Load(); m != nil {
 		old = *m
 		if d := find(old[sk], ev); d != nil {
 			return d
 		}
 	}
-	next := make(map[slotKey][]*dest, len(old)+1)
-	for k, slot := range old {
-		next[k] = slot
+	next := make(map[hashKey][]*dest, len(old)+1)
+	for k, ds := range old {
+		next[k] = ds
 	}
 	d := c.newDest(destKey{topic: ev.Topic, cluster: ev.Cluster, url: ev.ServiceURL, partition: ev.Partition, op: ev.Op})
 	next[sk] = append(slices.Clip(old[sk]), d)
