@@ -129,7 +129,7 @@ func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
 		c.budget.release(1, f.cost)
 		return
 	}
-	c.disp.push(f)
+	c.disp.push(f, endsBurst(id, err))
 }
 
 // sweep completes every message of the cluster still pending with err. Close

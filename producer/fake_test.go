@@ -11,15 +11,18 @@ import (
 	"github.com/keyroute/keyroute/topology"
 )
 
-// fakeID is a pulsar.MessageID for fake writers.
+// fakeID is a pulsar.MessageID for fake writers. A zero size means not
+// batched, as pulsar-client-go reports it.
 type fakeID struct {
 	pulsar.MessageID
-	seq int64
+	seq       int64
+	idx, size int32 // place in its batch, and the batch's size
 }
 
-func (f fakeID) LedgerID() int64 { return 1 }
-func (f fakeID) EntryID() int64  { return f.seq }
-func (f fakeID) BatchIdx() int32 { return 0 }
+func (f fakeID) LedgerID() int64  { return 1 }
+func (f fakeID) EntryID() int64   { return f.seq }
+func (f fakeID) BatchIdx() int32  { return f.idx }
+func (f fakeID) BatchSize() int32 { return f.size }
 
 type mode int
 
@@ -91,14 +94,18 @@ func (w *fakeWriter) SendAsync(ctx context.Context, pm *pulsar.ProducerMessage, 
 	cb(id, pm, nil)
 }
 
-// ack acknowledges every held message, in order.
-func (w *fakeWriter) ack() {
+// ack acknowledges every held message, in order, as one batch.
+func (w *fakeWriter) ack() { w.ackBatch(0) }
+
+// ackBatch acknowledges every held message, in order, as one batch of
+// missing more messages than that: the batch's end is never reported.
+func (w *fakeWriter) ackBatch(missing int) {
 	w.mu.Lock()
 	p := w.pending
 	w.pending = nil
 	w.mu.Unlock()
 	for i, a := range p {
-		a.cb(fakeID{seq: int64(i)}, a.pm, nil)
+		a.cb(fakeID{seq: 1, idx: int32(i), size: int32(len(p) + missing)}, a.pm, nil)
 	}
 }
 

@@ -394,6 +394,27 @@ func TestDuplicateWriterCallbackIsIgnored(t *testing.T) {
 	assert.NoError(t, o.errs[m])
 }
 
+// The callback goroutine is woken at the end of each batch; a batch whose
+// end is never reported (a batch-mate timed out or failed first) must still
+// get its callbacks.
+func TestCallbacksOfABatchWithoutItsEnd(t *testing.T) {
+	bed := newFakeBed(1)
+	bed.modes["c1"] = ackManual
+	p := newProducer(t, bed, 1)
+	o := newOutcomes(t)
+	const n = 3
+	o.expect(n)
+	for i := range n {
+		p.SendAsync(context.Background(), &producer.Message{Key: "k", Value: []byte(fmt.Sprint(i))}, o.cb)
+	}
+	bed.writer("c1", 0).ackBatch(1)
+	o.wait(t)
+	assert.Equal(t, []string{"0", "1", "2"}, o.order["k"])
+	for m, err := range o.errs {
+		assert.NoError(t, err, "message %q", m.Value)
+	}
+}
+
 func TestNewRejectsBadInput(t *testing.T) {
 	bed := newFakeBed(1)
 	ctx := context.Background()

@@ -28,8 +28,10 @@ const (
 	payloadSize  = 128
 	maxPending   = 10_000 // per partition, as in the raw baseline
 	warmupPeriod = 20 * time.Second
-	rounds       = 4 // raw and SDK alternate, this many times each
 )
+
+// rounds is how many times raw and SDK alternate.
+var rounds = flag.Int("rounds", 4, "rounds of raw and SDK, alternating")
 
 var (
 	bed     *testbed.Bed
@@ -188,11 +190,11 @@ func warm(b *testing.B) {
 	})
 }
 
-// BenchmarkAsync: batched LZ4 throughput, raw vs SDK, three rounds each,
+// BenchmarkAsync: batched LZ4 throughput, raw vs SDK, -rounds rounds each,
 // alternating. Use -benchtime Nx (e.g. 300000x) for comparable rounds.
 func BenchmarkAsync(b *testing.B) {
 	warm(b)
-	for round := 1; round <= rounds; round++ {
+	for round := 1; round <= *rounds; round++ {
 		for _, side := range sides {
 			b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
 				s := side.open(b, newTopic(b), true)
@@ -229,7 +231,7 @@ func BenchmarkAsync(b *testing.B) {
 // BenchmarkSync: one message at a time, batching off, raw vs SDK: p50/p99.
 func BenchmarkSync(b *testing.B) {
 	warm(b)
-	for round := 1; round <= rounds; round++ {
+	for round := 1; round <= *rounds; round++ {
 		for _, side := range sides {
 			b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
 				s := side.open(b, newTopic(b), false)
