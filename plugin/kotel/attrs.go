@@ -68,6 +68,7 @@ type failure struct {
 type counter struct {
 	n    atomic.Int64
 	opts []metric.ObserveOption
+	h    *hist // the set's durations, WithDurations; else nil
 }
 
 func (c *cache) newDest(k destKey) *dest {
@@ -118,7 +119,8 @@ func (d *dest) failure(errType string) *failure {
 type cache struct {
 	mu       sync.Mutex // serializes writers of m
 	m        atomic.Pointer[map[hashKey][]*dest]
-	counters sync.Map // attribute.Distinct -> *counter
+	counters sync.Map   // attribute.Distinct -> *counter
+	durs     *Durations // set by New from WithDurations; nil without
 }
 
 func (c *cache) get(ev *producer.Event) *dest {
@@ -163,12 +165,17 @@ func (c *cache) add(ev *producer.Event) *dest {
 }
 
 // counter returns the counter of set, shared by every destination with
-// that attribute set.
+// that attribute set, and with it the set's histogram when the durations
+// are kept by a Durations.
 func (c *cache) counter(set attribute.Set) *counter {
 	if v, ok := c.counters.Load(set.Equivalent()); ok {
 		return v.(*counter)
 	}
-	v, _ := c.counters.LoadOrStore(set.Equivalent(), &counter{opts: []metric.ObserveOption{metric.WithAttributeSet(set)}})
+	ct := &counter{opts: []metric.ObserveOption{metric.WithAttributeSet(set)}}
+	if c.durs != nil {
+		ct.h = c.durs.hist(set)
+	}
+	v, _ := c.counters.LoadOrStore(set.Equivalent(), ct)
 	return v.(*counter)
 }
 

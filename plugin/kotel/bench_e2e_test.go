@@ -10,10 +10,13 @@ package kotel_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -109,23 +112,37 @@ func setupBench(b *testing.B) {
 
 // Telemetry modes of BenchmarkTelemetry.
 const (
-	telemetryOff     = "off"
-	telemetryOn      = "on"      // metrics and a span per message, every span sampled
-	telemetryMetrics = "metrics" // metrics only (no-op tracer)
-	telemetryNoTrace = "notrace" // metrics only (WithTracing(false))
-	telemetrySampled = "sampled" // metrics and spans, 1% of new traces sampled
+	telemetryOff       = "off"
+	telemetryNop       = "nop"       // an Observer that does nothing: the producer's own cost of observing
+	telemetryDurations = "durations" // metrics only (WithTracing(false)), durations kept by a Durations
+	telemetryOn        = "on"        // metrics and a span per message, every span sampled
+	telemetryMetrics   = "metrics"   // metrics only (no-op tracer)
+	telemetryNoTrace   = "notrace"   // metrics only (WithTracing(false))
+	telemetrySampled   = "sampled"   // metrics and spans, 1% of new traces sampled
 )
 
-// telemetryRounds is how many times BenchmarkTelemetry runs every mode.
-const telemetryRounds = 3
+var (
+	telemetryRounds = flag.Int("rounds", 3, "how many times BenchmarkTelemetry runs every mode")
+	telemetryModes  = flag.String("modes", strings.Join(allModes, ","), "the modes BenchmarkTelemetry runs, comma-separated")
+	allModes        = []string{telemetryOff, telemetryNop, telemetryDurations, telemetryNoTrace, telemetryMetrics, telemetrySampled, telemetryOn}
+)
 
 // BenchmarkTelemetry runs every mode once per round, round after round, so
 // that drift in the broker or the machine hits all modes alike; compare
 // each mode with "off" of the same round, and take the median over rounds.
 func BenchmarkTelemetry(b *testing.B) {
 	setupBench(b)
-	for round := 1; round <= telemetryRounds; round++ {
-		for _, mode := range []string{telemetryOff, telemetryNoTrace, telemetryMetrics, telemetrySampled, telemetryOn} {
+	modes := strings.Split(*telemetryModes, ",")
+	for _, m := range modes {
+		if !slices.Contains(allModes, m) {
+			b.Fatalf("-modes: unknown mode %q (known: %s)", m, strings.Join(allModes, ", "))
+		}
+	}
+	for round := 1; round <= *telemetryRounds; round++ {
+		// Each round starts one mode later, so that no mode always runs
+		// right after the same other one.
+		for i := range modes {
+			mode := modes[(i+round-1)%len(modes)]
 			b.Run(fmt.Sprintf("round=%d/%s", round, mode), func(b *testing.B) { benchSendAsync(b, mode) })
 		}
 	}
@@ -134,8 +151,13 @@ func BenchmarkTelemetry(b *testing.B) {
 func benchSendAsync(b *testing.B, mode string) {
 	ctx := context.Background()
 	opts := []producer.Opt{producer.Topic(benchEnv.topic)}
-	if mode != telemetryOff {
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	switch mode {
+	case telemetryOff:
+	case telemetryNop:
+		opts = append(opts, producer.Observe(nopObserver{}))
+	default:
+		durs := kotel.NewDurations()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader(sdkmetric.WithProducer(durs))))
 		sampler := sdktrace.AlwaysSample()
 		if mode == telemetrySampled {
 			sampler = sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))
@@ -153,6 +175,8 @@ func benchSendAsync(b *testing.B, mode string) {
 			kopts[1] = kotel.WithTracerProvider(tracenoop.NewTracerProvider())
 		case telemetryNoTrace:
 			kopts = append(kopts, kotel.WithTracing(false))
+		case telemetryDurations:
+			kopts = append(kopts, kotel.WithTracing(false), kotel.WithDurations(durs))
 		}
 		obs, err := kotel.New(kopts...)
 		if err != nil {
@@ -195,6 +219,11 @@ func benchSendAsync(b *testing.B, mode string) {
 	// msg/s by other load on a shared machine.
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/msg")
 }
+
+type nopObserver struct{}
+
+func (nopObserver) OnStart(context.Context, *producer.Event) map[string]string { return nil }
+func (nopObserver) OnDone(*producer.Event)                                     {}
 
 // cpuTime returns the user+system CPU time this process has used.
 func cpuTime() time.Duration {

@@ -43,6 +43,18 @@ func tracingOffObserver(tb testing.TB) *kotel.Observer {
 	return sdkObserverWith(tb, nil, kotel.WithTracing(false))
 }
 
+// durationsObserver records metrics with tracing off and the durations in
+// a Durations (registered on the reader).
+func durationsObserver(tb testing.TB) *kotel.Observer {
+	tb.Helper()
+	durs := kotel.NewDurations()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader(sdkmetric.WithProducer(durs))))
+	tb.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	obs, err := kotel.New(kotel.WithMeterProvider(mp), kotel.WithTracing(false), kotel.WithDurations(durs))
+	require.NoError(tb, err)
+	return obs
+}
+
 // sdkObserverWith is an Observer on the real SDKs with sampler (nil: the
 // SDK's default) and opts applied last.
 func sdkObserverWith(tb testing.TB, sampler sdktrace.Sampler, opts ...kotel.Opt) *kotel.Observer {
@@ -97,6 +109,7 @@ func TestAllocs(t *testing.T) {
 		{"no-op providers", noopObserver, 0},
 		{"metrics, no-op tracer", metricsObserver, 0},
 		{"metrics, tracing off", tracingOffObserver, 0},
+		{"metrics, tracing off, Durations", durationsObserver, 0},
 		{"1% of spans sampled", sampledObserver, 5},
 		{"every span sampled", sdkObserver, 12},
 	} {
@@ -112,7 +125,7 @@ func BenchmarkObserver(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		obs  func(testing.TB) *kotel.Observer
-	}{{"noop", noopObserver}, {"metrics", metricsObserver}, {"tracingoff", tracingOffObserver}, {"sampled", sampledObserver}, {"sdk", sdkObserver}} {
+	}{{"noop", noopObserver}, {"metrics", metricsObserver}, {"tracingoff", tracingOffObserver}, {"durations", durationsObserver}, {"sampled", sampledObserver}, {"sdk", sdkObserver}} {
 		b.Run(bc.name, func(b *testing.B) {
 			obs := bc.obs(b)
 			b.ReportAllocs()

@@ -20,7 +20,7 @@ import (
 
 // durationBuckets are the explicit bucket boundaries (seconds) the
 // semantic conventions recommend for messaging.client.operation.duration.
-var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+var durationBuckets = [...]float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 
 // attrPool holds scratch slices for a span's attributes.
 var attrPool = sync.Pool{New: func() any { s := make([]attribute.KeyValue, 0, 16); return &s }}
@@ -37,7 +37,7 @@ type Observer struct {
 	// tracing is off.
 	prop  propagation.TextMapPropagator
 	sent  metric.Int64ObservableCounter
-	dur   metric.Float64Histogram
+	dur   metric.Float64Histogram // nil with WithDurations
 	dests cache
 }
 
@@ -78,7 +78,11 @@ func New(opts ...Opt) (*Observer, error) {
 	}, o.sent); err != nil {
 		return nil, fmt.Errorf("kotel: %s callback: %w", sent.Name(), err)
 	}
-	dur, err := messagingconv.NewClientOperationDuration(meter, metric.WithExplicitBucketBoundaries(durationBuckets...))
+	o.dests.durs = c.durs
+	if c.durs != nil {
+		return o, nil
+	}
+	dur, err := messagingconv.NewClientOperationDuration(meter, metric.WithExplicitBucketBoundaries(durationBuckets[:]...))
 	if err != nil {
 		return nil, fmt.Errorf("kotel: %s: %w", dur.Name(), err)
 	}
@@ -165,7 +169,9 @@ func (o *Observer) OnDone(ev *producer.Event) {
 		span.End()
 	}
 	sent.n.Add(1)
-	if o.dur.Enabled(ctx) {
+	if sent.h != nil {
+		sent.h.record(time.Since(ev.Start))
+	} else if o.dur.Enabled(ctx) {
 		o.dur.Record(ctx, time.Since(ev.Start).Seconds(), rec...)
 	}
 }
