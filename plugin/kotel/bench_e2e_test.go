@@ -3,10 +3,10 @@
 package kotel_test
 
 // The end-to-end cost of telemetry: SendAsync through a real producer to
-// one local Pulsar cluster, with and without the kotel Observer (real
-// SDKs, every span sampled). Run with:
+// one local Pulsar cluster, without an Observer and with kotel in each mode
+// (real SDKs). Run with:
 //
-//	go test -tags e2e -run XXX -bench Telemetry -benchtime 200000x -count 3 ./plugin/kotel/
+//	go test -tags e2e -run XXX -bench Telemetry -benchtime 200000x ./plugin/kotel/ -rounds 12 -modes off,nop,durations,notrace
 
 import (
 	"context"

@@ -65,40 +65,55 @@
 // exemplar filter neither an unsampled span nor its unsampled parent would
 // give an exemplar.
 //
+// # Durations kept by kotel
+//
+// The metric SDK's synchronous histogram re-checks the attribute set on
+// every Record, which is most of what metrics cost per message. With
+// WithDurations(d), kotel keeps messaging.client.operation.duration itself
+// (atomic adds per attribute set) and d hands it to the reader it is
+// registered on with sdkmetric.WithProducer, as a cumulative histogram with
+// the same name, unit, buckets and attributes. The trade: views do not
+// apply to it, it has no exemplars, and it must be registered on the
+// reader (an Observer WithDurations records no duration with the
+// MeterProvider). See Durations.
+//
 // # Cost
 //
 // Measured on the project's 2-core development machine, one goroutine
-// (go test -bench Observer -cpu 1, medians of 8; CPU per message):
+// (go test -bench Observer -cpu 1, medians of 3; CPU per message):
 //
 //	no-op providers                                       50 ns, 0 allocs
-//	metrics only, WithTracing(false)                     390 ns, 0 allocs
-//	metrics + no-op tracer                               405 ns, 0 allocs
+//	metrics, WithTracing(false), WithDurations            88 ns, 0 allocs
+//	metrics only, WithTracing(false)                     397 ns, 0 allocs
+//	metrics + no-op tracer                               414 ns, 0 allocs
 //	metrics + ParentBased(TraceIDRatioBased(0.01))      1.1 us, 5 allocs, 560 B
-//	metrics + every span sampled                        3.8 us, 12 allocs, 2.4 KB
+//	metrics + every span sampled                        3.9 us, 12 allocs, 2.5 KB
 //
-// pulsar-client-go itself spends about 3.5 us of CPU per async message, so
-// metrics alone cost about a tenth of that. Kotel's own share is small:
-// attribute sets and counters are built once per (topic, cluster,
-// partition, operation), the counter is an atomic add, a message whose
-// span does not record allocates nothing of kotel's, and no span is
-// started when there is no tracer to record or propagate one. The rest is
-// the SDKs': the metric SDK's Record of the duration with its eight
-// attributes is about 300 ns (about 25 ns per attribute, which the SDK
-// re-checks on every call since v1.45), reading the clock about 35 ns; a
-// span the sampler drops still costs its Start, its context and the
-// properties' copy with a traceparent (about 700 ns), and a sampled span
-// about as much CPU as the client spends on the message, plus ~2 KB.
+// Kotel's own share is small: attribute sets, counters and histograms are
+// built once per (topic, cluster, partition, operation), a message costs
+// atomic adds, a message whose span does not record allocates nothing of
+// kotel's, and no span is started when there is no tracer to record or
+// propagate one. The rest is the SDKs': the metric SDK's Record of the
+// duration with its eight attributes is about 300 ns (about 25 ns per
+// attribute, re-checked on every call since v1.45), reading the clock about
+// 35 ns; a span the sampler drops still costs its Start, its context and
+// the properties' copy with a traceparent (about 700 ns), and a sampled
+// span about as much CPU as the client spends on the message, plus ~2 KB.
 //
-// End to end (SendAsync on one local cluster, bench_e2e_test.go, medians of
-// three rounds) the throughput against no observer was 0.74x with metrics
-// only (WithTracing(false); +24-37% client CPU, which also takes in the
-// producer's own cost of observing: an Event and two clock reads, about
-// 200 ns), 0.49x with 1% of traces sampled and 0.36x with every message
-// traced.
+// End to end (SendAsync on one local cluster, bench_e2e_test.go, every
+// mode once per round in rotating order; medians over the rounds of
+// throughput against no observer in the same round), three runs of 12-15
+// rounds gave: a no-op Observer 0.81-0.87x, which is the producer's own
+// cost of observing (an Event, a clock read, two calls) and costs far more
+// end to end than its ~200 ns in isolation; metrics with WithDurations
+// 0.72-0.91x; metrics through the SDK's histogram 0.86-0.90x (two runs).
+// Rounds swing by ±20% on this machine, so the modes with metrics are not
+// told apart end to end; an earlier run gave 0.49x with 1% of traces
+// sampled and 0.36x with every message traced.
 //
-// Recommended: WithTracing(false) on hot topics that need no traces;
-// otherwise ParentBased(TraceIDRatioBased(r)) sampling, which keeps the
-// cost of every unsampled message at the figure above and adds the
-// sampled spans' in proportion to r. See bench_test.go and
-// bench_e2e_test.go (end to end on a local cluster).
+// Recommended: WithTracing(false) on hot topics that need no traces, with
+// WithDurations where its trade is acceptable; otherwise
+// ParentBased(TraceIDRatioBased(r)) sampling, which keeps the cost of every
+// unsampled message at the figure above and adds the sampled spans' in
+// proportion to r. See bench_test.go and bench_e2e_test.go.
 package kotel
