@@ -97,8 +97,9 @@ func (w *fakeWriter) SendAsync(ctx context.Context, pm *pulsar.ProducerMessage, 
 // ack acknowledges every held message, in order, as one batch.
 func (w *fakeWriter) ack() { w.ackBatch(0) }
 
-// ackBatch acknowledges every held message, in order, as one batch of
-// missing more messages than that: the batch's end is never reported.
+// ackBatch acknowledges every held message, in order, as one batch that
+// has missing more messages than are held, so that the batch's end is never
+// reported.
 func (w *fakeWriter) ackBatch(missing int) {
 	w.mu.Lock()
 	p := w.pending

@@ -30,8 +30,8 @@ const (
 	warmupPeriod = 20 * time.Second
 )
 
-// rounds is how many times raw and SDK alternate.
-var rounds = flag.Int("rounds", 4, "rounds of raw and SDK, alternating")
+// rounds is how many times every side runs.
+var rounds = flag.Int("rounds", 4, "rounds of raw and SDK; each round runs every side once")
 
 var (
 	bed     *testbed.Bed
@@ -149,10 +149,13 @@ func (s *sdkSender) send(i int) error {
 func (s *sdkSender) flush() error { return s.p.Flush(context.Background()) }
 func (s *sdkSender) close()       { _ = s.p.Close(context.Background()) }
 
-var sides = []struct {
+// sideSpec is one way of sending: raw pulsar-client-go or the SDK.
+type sideSpec struct {
 	name string
 	open func(*testing.B, string, bool) sender
-}{
+}
+
+var sides = []sideSpec{
 	{"raw", func(b *testing.B, t string, batching bool) sender { return newRaw(b, t, batching) }},
 	{"sdk", func(b *testing.B, t string, batching bool) sender { return newSDK(b, t, batching) }},
 	// The SDK without callbacks: outcomes are not reported, so there is no
@@ -166,6 +169,17 @@ type sdkNoCallback struct{ *sdkSender }
 func (s *sdkNoCallback) sendAsync(i int, done func(error)) {
 	s.p.SendAsync(context.Background(), &producer.Message{Key: keys[i%keyCount], Value: values[i%len(values)]}, nil)
 	done(nil)
+}
+
+// inRound returns the sides in the order round runs them: each round
+// starts one side later, so that no side always runs right after the same
+// other one.
+func inRound(round int) []sideSpec {
+	out := make([]sideSpec, len(sides))
+	for i := range sides {
+		out[i] = sides[(i+round-1)%len(sides)]
+	}
+	return out
 }
 
 func cpuTime() time.Duration {
@@ -191,11 +205,12 @@ func warm(b *testing.B) {
 }
 
 // BenchmarkAsync: batched LZ4 throughput, raw vs SDK, -rounds rounds each,
-// alternating. Use -benchtime Nx (e.g. 300000x) for comparable rounds.
+// in rotating order (see inRound). Use -benchtime Nx (e.g. 300000x) for
+// comparable rounds.
 func BenchmarkAsync(b *testing.B) {
 	warm(b)
 	for round := 1; round <= *rounds; round++ {
-		for _, side := range sides {
+		for _, side := range inRound(round) {
 			b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
 				s := side.open(b, newTopic(b), true)
 				defer s.close()
@@ -232,7 +247,7 @@ func BenchmarkAsync(b *testing.B) {
 func BenchmarkSync(b *testing.B) {
 	warm(b)
 	for round := 1; round <= *rounds; round++ {
-		for _, side := range sides {
+		for _, side := range inRound(round) {
 			b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
 				s := side.open(b, newTopic(b), false)
 				defer s.close()
