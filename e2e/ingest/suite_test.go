@@ -4,10 +4,8 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
 	"github.com/keyroute/keyroute/internal/admin"
 	"github.com/keyroute/keyroute/internal/ingest"
 	"github.com/keyroute/keyroute/internal/testbed"
@@ -37,7 +36,7 @@ const partitions = 4
 
 var (
 	bed       *testbed.Bed
-	allPIDs   []int
+	suite     *bedsuite.Suite
 	topic     string
 	prod      *producer.Producer
 	server    *ingest.Server
@@ -46,43 +45,15 @@ var (
 	served    chan error
 	clients   map[string]pulsar.Client   // by cluster name
 	consumers map[string]pulsar.Consumer // subscribed before any event is posted
-
-	suiteT0, stepT0 time.Time
-	stepName        string
 )
 
-// step prints the duration of the previous step and starts timing the next.
-func step(name string) {
-	now := time.Now()
-	if stepName != "" {
-		GinkgoWriter.Printf("step %-45s %8s\n", stepName, now.Sub(stepT0).Round(time.Millisecond))
-	}
-	stepName, stepT0 = name, now
-}
+func step(name string) { suite.Step(name) }
 
 var _ = BeforeSuite(func() {
-	suiteT0 = time.Now()
-	step("start 5 clusters")
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	suite = bedsuite.Start(5)
+	bed = suite.Bed
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	var err error
-	bed, err = testbed.Start(ctx, testbed.Options{Clusters: 5, Log: GinkgoWriter})
-	// Never skip: a test bed that cannot start is a failure.
-	Expect(err).NotTo(HaveOccurred(), "the test bed must start five clusters")
-	Expect(bed.Clusters()).To(HaveLen(5))
-	for _, c := range bed.Clusters() {
-		allPIDs = append(allPIDs, c.PID())
-	}
-	DeferCleanup(func() {
-		step("stop all clusters")
-		Expect(bed.Stop()).To(Succeed())
-		step("")
-		for _, pid := range allPIDs {
-			err := syscall.Kill(pid, 0)
-			Expect(errors.Is(err, syscall.ESRCH)).To(BeTrue(), "JVM pid %d still exists (kill(pid, 0) = %v)", pid, err)
-		}
-		GinkgoWriter.Printf("suite total %s\n", time.Since(suiteT0).Round(time.Millisecond))
-	})
 
 	step("create topic, subscribe on every cluster")
 	topic = "persistent://public/default/ingest-" + strconv.FormatInt(time.Now().UnixNano(), 36)

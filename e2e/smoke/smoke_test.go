@@ -63,7 +63,7 @@ var _ = Describe("five local clusters", Ordered, func() {
 		url := victim.ServiceURL
 		step("restart " + victim.Name)
 		Expect(victim.Restart(ctx)).To(Succeed())
-		allPIDs = append(allPIDs, victim.PID())
+		suite.Track(victim.PID())
 		Expect(victim.ServiceURL).To(Equal(url))
 		step("produce+consume on restarted " + victim.Name)
 		topic := uniqueTopic("restarted")
