@@ -160,7 +160,8 @@ func (c *cluster) outcome(f *inflight) (ID, error) {
 	}
 	if f.ev != nil {
 		f.ev.ID, f.ev.Err = id, err
-		c.obs.OnDone(f.ev)
+		c.end(f.ev)
+		f.ev = nil
 	}
 	return id, err
 }

@@ -62,6 +62,9 @@ type Event struct {
 // OnStart may return properties to send instead of the message's own
 // (ev.Properties), e.g. a copy with trace context added; it must not modify
 // the message's map. It returns nil to keep the message's properties.
+//
+// The Producer reuses an Event once OnDone has returned: an observer may
+// keep ev from OnStart until OnDone, and must copy what it keeps after.
 // Messages that fail before they are handed to a writer (cluster down, ctx
 // ended while waiting for buffer space) are observed too: OnStart, then
 // OnDone with the error.

@@ -25,19 +25,22 @@ func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) {
 	pm.EventTime = m.EventTime
 }
 
-// observe starts an Event for msg when there is an observer, in ev (a zero
-// Event) when it is not nil, else in a new one; it returns the Event (nil
-// when not observed) and the properties to send.
-func (p *Producer) observe(ctx context.Context, ev *Event, op Op, c *cluster, pt *partition, msg *Message, n int64) (*Event, map[string]string) {
+// eventPool recycles the Events of observed messages: an Event goes back
+// to it once OnDone has returned (observers must not keep it; see
+// Observer), so that observing does not add an allocation, and its bytes,
+// to every message.
+var eventPool = sync.Pool{New: func() any { return new(Event) }}
+
+// observe starts an Event for msg when there is an observer; it returns the
+// Event (nil when not observed) and the properties to send.
+func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition, msg *Message, n int64) (*Event, map[string]string) {
 	if c.obs == nil {
 		return nil, msg.Properties
 	}
-	if ev == nil {
-		ev = new(Event)
-	}
-	// Field by field: the Event is zero and fresh from the allocator, and
-	// copying a whole Event literal into it took a typed memmove with
-	// write barriers over every field, the most costly line of observing.
+	// Field by field: the Event is zero (see end), and copying a whole
+	// Event literal into it took a typed memmove with write barriers over
+	// every field, the most costly line of observing.
+	ev := eventPool.Get().(*Event)
 	ev.Op, ev.Topic, ev.Cluster, ev.Partition, ev.ServiceURL = op, p.cfg.topic, c.name, pt.idx, c.url
 	ev.Key, ev.Properties, ev.Bytes, ev.Start = msg.Key, msg.Properties, n, time.Now()
 	if props := c.obs.OnStart(ctx, ev); props != nil {
@@ -46,29 +49,18 @@ func (p *Producer) observe(ctx context.Context, ev *Event, op Op, c *cluster, pt
 	return ev, msg.Properties
 }
 
-// observedInflight is an observed async message: its inflight and its Event
-// in one allocation. f stays the first field, so &f.pm is still the start
-// of the allocation (see inflightOf).
-type observedInflight struct {
-	f  inflight
-	ev Event
-}
-
-// newInflight returns the inflight for an async message on c, and the
-// Event to observe it in when c is observed.
-func newInflight(c *cluster) (*inflight, *Event) {
-	if c.obs == nil {
-		return new(inflight), nil
-	}
-	o := new(observedInflight)
-	return &o.f, &o.ev
+// end tells the observer ev's outcome and recycles ev.
+func (c *cluster) end(ev *Event) {
+	c.obs.OnDone(ev)
+	*ev = Event{}
+	eventPool.Put(ev)
 }
 
 // fail reports an error that happened before the writer took the message.
 func (c *cluster) fail(ev *Event, err error) error {
 	if ev != nil {
 		ev.Err = err
-		c.obs.OnDone(ev)
+		c.end(ev)
 	}
 	return err
 }
@@ -89,7 +81,7 @@ func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
 	defer p.leave()
 	c, pt, err := p.pick(ctx, msg.Key)
 	n := cost(msg)
-	ev, props := p.observe(ctx, nil, OpSend, c, pt, msg, n)
+	ev, props := p.observe(ctx, OpSend, c, pt, msg, n)
 	if err == nil {
 		err = c.budget.acquire(ctx, n, p.done, p.cfg.blockWhenFull)
 	}
@@ -109,7 +101,7 @@ func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
 	id := ID{Cluster: c.name, Partition: pt.idx, MessageID: mid}
 	if ev != nil {
 		ev.ID = id
-		c.obs.OnDone(ev)
+		c.end(ev)
 	}
 	return id, nil
 }
@@ -135,8 +127,8 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 	}
 	c, pt, err := p.pick(ctx, msg.Key)
 	n := cost(msg)
-	f, evBuf := newInflight(c)
-	ev, props := p.observe(ctx, evBuf, OpSendAsync, c, pt, msg, n)
+	f := new(inflight)
+	ev, props := p.observe(ctx, OpSendAsync, c, pt, msg, n)
 	if err == nil {
 		err = c.budget.acquire(ctx, n, p.done, p.cfg.blockWhenFull)
 	}

@@ -15,7 +15,7 @@ func (p *Producer) observeTxn(ctx context.Context, msgs []stagedMsg) {
 		if m.c.obs == nil {
 			return
 		}
-		m.ev, m.props = p.observe(ctx, nil, OpSendTxn, m.c, m.pt, m.msg, m.n)
+		m.ev, m.props = p.observe(ctx, OpSendTxn, m.c, m.pt, m.msg, m.n)
 	}
 }
 
@@ -40,6 +40,7 @@ func (p *Producer) txnDone(msgs []stagedMsg, res TxnResult, err error) {
 		default:
 			m.ev.Err = err
 		}
-		m.c.obs.OnDone(m.ev)
+		m.c.end(m.ev)
+		m.ev = nil
 	}
 }
