@@ -101,15 +101,13 @@
 // span about as much CPU as the client spends on the message, plus ~2 KB.
 //
 // End to end (SendAsync on one local cluster, bench_e2e_test.go, every
-// mode once per round in rotating order; medians over the rounds of
-// throughput against no observer in the same round), three runs of 12-15
-// rounds gave: a no-op Observer 0.81-0.87x, which is the producer's own
-// cost of observing (an Event, a clock read, two calls) and costs far more
-// end to end than its ~200 ns in isolation; metrics with WithDurations
-// 0.72-0.91x; metrics through the SDK's histogram 0.86-0.90x (two runs).
-// Rounds swing by ±20% on this machine, so the modes with metrics are not
-// told apart end to end; an earlier run gave 0.49x with 1% of traces
-// sampled and 0.36x with every message traced.
+// mode once per round in rotating order, 12 rounds; medians of throughput
+// and client CPU against no observer in the same round): a no-op Observer
+// 0.88x (+9% CPU), which is the producer's own cost of observing (an
+// Event, a clock read, two calls); metrics with WithTracing(false) and
+// WithDurations 0.86x (+12%); metrics through the SDK's histogram 0.82x
+// (+23%). Rounds swing by ±20% on this machine. An earlier run gave 0.49x
+// with 1% of traces sampled and 0.36x with every message traced.
 //
 // Recommended: WithTracing(false) on hot topics that need no traces, with
 // WithDurations where its trade is acceptable; otherwise
