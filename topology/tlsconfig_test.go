@@ -20,6 +20,31 @@ const wrongName = "not-this-host"
 
 var localhost = []net.IP{net.IPv4(127, 0, 0, 1)}
 
+// mutualTLS is a TLS server that asks for a client certificate, and a
+// cluster that trusts the server's certificate (issued for another name:
+// hostname checking is skipped) and presents "client-1" from clientCA, with
+// its files in dir.
+type mutualTLS struct {
+	srv      *tlsServer
+	cluster  topology.Cluster
+	clientCA *testCA
+	dir      string
+}
+
+func newMutualTLS(t *testing.T) mutualTLS {
+	t.Helper()
+	dir := t.TempDir()
+	ca := newCA(t, "keyroute test CA")
+	clientCA := newCA(t, "keyroute client CA")
+	serverCert, _, _ := ca.issue(t, certSpec{cn: wrongName, dnsNames: []string{wrongName}})
+	srv := startTLSServer(t, serverCert, clientCA.pool())
+	_, certPEM, keyPEM := clientCA.issue(t, certSpec{cn: "client-1", client: true})
+	c := skipHostnameCluster(srv.addr, writeFile(t, dir, "ca.pem", ca.pem))
+	c.TLS.CertFile = writeFile(t, dir, "client.pem", certPEM)
+	c.TLS.KeyFile = writeFile(t, dir, "client-key.pem", keyPEM)
+	return mutualTLS{srv: srv, cluster: c, clientCA: clientCA, dir: dir}
+}
+
 // skipHostnameCluster is a cluster for the broker at addr that trusts
 // caFile and skips host-name checks.
 func skipHostnameCluster(addr, caFile string) topology.Cluster {
@@ -107,18 +132,10 @@ func TestSkipHostnameCheckingWithoutCAFileUsesSystemRoots(t *testing.T) {
 // Pulsar TLS authentication), and re-read for every handshake so that a
 // rotated certificate is used without a restart.
 func TestSkipHostnameCheckingSendsClientCertificate(t *testing.T) {
-	dir := t.TempDir()
-	ca := newCA(t, "keyroute test CA")
-	clientCA := newCA(t, "keyroute client CA")
-	serverCert, _, _ := ca.issue(t, certSpec{cn: wrongName, dnsNames: []string{wrongName}})
-	srv := startTLSServer(t, serverCert, clientCA.pool())
+	m := newMutualTLS(t)
+	srv, clientCA, dir := m.srv, m.clientCA, m.dir
 
-	_, certPEM, keyPEM := clientCA.issue(t, certSpec{cn: "client-1", client: true})
-	c := skipHostnameCluster(srv.addr, writeFile(t, dir, "ca.pem", ca.pem))
-	c.TLS.CertFile = writeFile(t, dir, "client.pem", certPEM)
-	c.TLS.KeyFile = writeFile(t, dir, "client-key.pem", keyPEM)
-
-	o, err := c.ClientOptions()
+	o, err := m.cluster.ClientOptions()
 	require.NoError(t, err)
 	require.NotNil(t, o.TLSConfig)
 	assert.Equal(t, "tls", provider(t, o.Authentication).Name(), "no token: TLS authentication")
@@ -129,7 +146,7 @@ func TestSkipHostnameCheckingSendsClientCertificate(t *testing.T) {
 	require.NotNil(t, hs[0].clientCert)
 	assert.Equal(t, "client-1", hs[0].clientCert.Subject.CommonName)
 
-	_, certPEM, keyPEM = clientCA.issue(t, certSpec{cn: "client-2", client: true})
+	_, certPEM, keyPEM := clientCA.issue(t, certSpec{cn: "client-2", client: true})
 	writeFile(t, dir, "client.pem", certPEM)
 	writeFile(t, dir, "client-key.pem", keyPEM)
 	require.NoError(t, srv.dial(o.TLSConfig))

@@ -64,20 +64,11 @@ func TestPulsarClientChecksHostnameEvenWithTLSValidateHostnameFalse(t *testing.T
 // certificate to it: the client certificate comes from the TLSConfig
 // that Cluster.ClientOptions builds.
 func TestPulsarClientDialsWithClientOptionsTLSConfig(t *testing.T) {
-	dir := t.TempDir()
-	ca := newCA(t, "keyroute test CA")
-	clientCA := newCA(t, "keyroute client CA")
-	serverCert, _, _ := ca.issue(t, certSpec{cn: wrongName, dnsNames: []string{wrongName}})
-	srv := startTLSServer(t, serverCert, clientCA.pool())
-	_, certPEM, keyPEM := clientCA.issue(t, certSpec{cn: "client-1", client: true})
-	c := skipHostnameCluster(srv.addr, writeFile(t, dir, "ca.pem", ca.pem))
-	c.TLS.CertFile = writeFile(t, dir, "client.pem", certPEM)
-	c.TLS.KeyFile = writeFile(t, dir, "client-key.pem", keyPEM)
-
-	o, err := c.ClientOptions()
+	m := newMutualTLS(t)
+	o, err := m.cluster.ClientOptions()
 	require.NoError(t, err)
 	tryCreateProducer(t, o)
-	hs := srv.waitHandshakes(t, 1)
+	hs := m.srv.waitHandshakes(t, 1)
 	require.NoError(t, hs[0].err)
 	require.NotNil(t, hs[0].clientCert)
 	assert.Equal(t, "client-1", hs[0].clientCert.Subject.CommonName)
