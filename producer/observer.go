@@ -62,9 +62,6 @@ type Event struct {
 // OnStart may return properties to send instead of the message's own
 // (ev.Properties), e.g. a copy with trace context added; it must not modify
 // the message's map. It returns nil to keep the message's properties.
-//
-// The Producer reuses an Event once OnDone has returned: an observer may
-// keep ev from OnStart until OnDone, and must copy what it keeps after.
 // Messages that fail before they are handed to a writer (cluster down, ctx
 // ended while waiting for buffer space) are observed too: OnStart, then
 // OnDone with the error.
@@ -74,6 +71,9 @@ type Event struct {
 // the committing goroutine, once the outcome is known: the ID when the
 // message's cluster committed, else the error (for a partial commit, that of
 // the message's own cluster). A retried attempt does not start them again.
+//
+// The Producer reuses an Event once OnDone has returned: an observer may
+// keep ev from OnStart until OnDone, and must copy what it keeps after.
 type Observer interface {
 	OnStart(ctx context.Context, ev *Event) map[string]string
 	OnDone(ev *Event)
