@@ -65,7 +65,11 @@ func (l *load) run(ctx context.Context) {
 			l.mu.Lock()
 			l.sent++
 			l.mu.Unlock()
-			sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond) // never stall the loop for long
+			// Bound the hand-over, never stalling the loop for long, but not
+			// by ctx: ctx ends while a tick's sends are going out, and a
+			// message handed over with an ended ctx rightly fails, even on
+			// a healthy cluster.
+			sctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			l.p.SendAsync(sctx, &producer.Message{Key: key, Value: []byte(id)}, func(pid producer.ID, _ *producer.Message, err error) {
 				l.record(own, id, pid, err)
 			})
