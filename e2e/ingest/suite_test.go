@@ -25,12 +25,7 @@ import (
 	"github.com/keyroute/keyroute/producer"
 )
 
-func TestIngest(t *testing.T) {
-	RegisterFailHandler(Fail)
-	suiteConfig, reporterConfig := GinkgoConfiguration()
-	reporterConfig.Verbose = true
-	RunSpecs(t, "Ingest Suite", suiteConfig, reporterConfig)
-}
+func TestIngest(t *testing.T) { bedsuite.Run(t, "Ingest Suite") }
 
 const partitions = 4
 
@@ -50,7 +45,7 @@ var (
 func step(name string) { suite.Step(name) }
 
 var _ = BeforeSuite(func() {
-	suite = bedsuite.Start(5)
+	suite = bedsuite.Start(testbed.Options{Clusters: 5})
 	bed = suite.Bed
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

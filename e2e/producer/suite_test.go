@@ -10,14 +10,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
 	"github.com/keyroute/keyroute/internal/admin"
 	"github.com/keyroute/keyroute/internal/testbed"
 )
 
-func TestProducerE2E(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Producer E2E Suite")
-}
+func TestProducerE2E(t *testing.T) { bedsuite.Run(t, "Producer E2E Suite") }
 
 // partitions is the partition count of every test topic on every cluster: a
 // multiple of the cluster count, to show there is no skew.
@@ -25,14 +23,7 @@ const partitions = 5
 
 var bed *testbed.Bed
 
-var _ = BeforeSuite(func() {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	var err error
-	bed, err = testbed.Start(ctx, testbed.Options{Clusters: 5, Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred(), "the test bed must start five clusters")
-	DeferCleanup(func() { Expect(bed.Stop()).To(Succeed()) })
-})
+var _ = BeforeSuite(func() { bed = bedsuite.Start(testbed.Options{Clusters: 5}).Bed })
 
 // newTopic creates a partitioned topic with a unique name on every cluster.
 func newTopic(ctx context.Context, name string) string {

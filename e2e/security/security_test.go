@@ -252,7 +252,7 @@ var _ = Describe("secure clusters", Ordered, func() { // the restart spec runs l
 		start := time.Now()
 		Expect(c.Kill()).To(Succeed())
 		Expect(c.Restart(ctx)).To(Succeed())
-		pids = append(pids, c.PID())
+		suite.Track(c.PID())
 		GinkgoWriter.Printf("%s killed and ready again in %s\n", c.Name, time.Since(start).Round(time.Millisecond))
 		Expect(c.ServiceURL).To(Equal(url))
 

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	"github.com/apache/pulsar-client-go/pulsar/log"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
 	"github.com/keyroute/keyroute/e2e/internal/standalone"
 	"github.com/keyroute/keyroute/internal/admin"
 )
@@ -73,7 +73,7 @@ var _ = Describe("five local clusters", Ordered, func() {
 
 	It("stalls a paused cluster and serves again after resume", func(ctx SpecContext) {
 		c := bed.Clusters()[3]
-		client, err := newClient(c.ServiceURL, false)
+		client, err := bedsuite.Client(c.ServiceURL, false)
 		Expect(err).NotTo(HaveOccurred())
 		defer client.Close()
 		producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: uniqueTopic("paused"), DisableBatching: true})
@@ -98,16 +98,6 @@ func uniqueTopic(prefix string) string {
 	return "persistent://public/default/smoke-" + prefix + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 }
 
-func newClient(serviceURL string, txn bool) (pulsar.Client, error) {
-	return pulsar.NewClient(pulsar.ClientOptions{
-		URL:               serviceURL,
-		OperationTimeout:  30 * time.Second,
-		ConnectionTimeout: 5 * time.Second,
-		EnableTransaction: txn,
-		Logger:            log.DefaultNopLogger(),
-	})
-}
-
 // pipe is a client with a subscription ("smoke", from the earliest
 // message) and a producer on one topic.
 type pipe struct {
@@ -120,7 +110,7 @@ type pipe struct {
 // sees every message sent. With txn, the client has transactions on and
 // the producer does not batch (a transactional message is sent alone).
 func openPipe(serviceURL, topic string, txn bool) (*pipe, error) {
-	client, err := newClient(serviceURL, txn)
+	client, err := bedsuite.Client(serviceURL, txn)
 	if err != nil {
 		return nil, err
 	}

@@ -6,20 +6,12 @@ import (
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
 	"github.com/keyroute/keyroute/internal/testbed"
 )
 
-func TestSmoke(t *testing.T) {
-	RegisterFailHandler(Fail)
-	// Verbose, so that `go test -v` shows the per-step timings written to
-	// GinkgoWriter even when every spec passes.
-	suiteConfig, reporterConfig := GinkgoConfiguration()
-	reporterConfig.Verbose = true
-	RunSpecs(t, "Smoke Suite", suiteConfig, reporterConfig)
-}
+func TestSmoke(t *testing.T) { bedsuite.Run(t, "Smoke Suite") }
 
 var (
 	bed   *testbed.Bed
@@ -29,7 +21,6 @@ var (
 func step(name string) { suite.Step(name) }
 
 var _ = BeforeSuite(func() {
-	suite = bedsuite.Start(5)
+	suite = bedsuite.Start(testbed.Options{Clusters: 5})
 	bed = suite.Bed
-	step("")
 })

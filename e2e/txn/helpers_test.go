@@ -13,9 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	"github.com/apache/pulsar-client-go/pulsar/log"
-
 	"github.com/keyroute/keyroute/e2e/internal/consume"
 	"github.com/keyroute/keyroute/internal/admin"
 	"github.com/keyroute/keyroute/internal/testbed"
@@ -52,16 +49,6 @@ func newProducer(ctx context.Context, b *testbed.Bed, topic string, opts ...prod
 	}
 	opts = append([]producer.Opt{producer.Topic(topic), producer.Transactions(true)}, opts...)
 	return producer.New(ctx, topo, opts...)
-}
-
-func newClient(serviceURL string, txn bool) (pulsar.Client, error) {
-	return pulsar.NewClient(pulsar.ClientOptions{
-		URL:               serviceURL,
-		OperationTimeout:  30 * time.Second,
-		ConnectionTimeout: 5 * time.Second,
-		EnableTransaction: txn,
-		Logger:            log.DefaultNopLogger(),
-	})
 }
 
 // got is one consumed message.

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
 	"github.com/keyroute/keyroute/producer"
 )
 
@@ -242,7 +243,7 @@ var _ = Describe("transactions over five clusters", Ordered, func() {
 
 		By("raw pulsar-client-go: send in a transaction, abort, consume")
 		topic := uniqueTopic("canary-raw")
-		client, err := newClient(c.ServiceURL, true)
+		client, err := bedsuite.Client(c.ServiceURL, true)
 		Expect(err).NotTo(HaveOccurred())
 		defer client.Close()
 		prod, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
@@ -348,5 +349,6 @@ var _ = Describe("transactions over five clusters", Ordered, func() {
 
 		// Bring the victim back for the specs that follow.
 		Expect(victim.Restart(ctx)).To(Succeed())
+		suite.Track(victim.PID())
 	}, SpecTimeout(8*time.Minute))
 })

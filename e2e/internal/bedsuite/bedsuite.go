@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"testing"
 	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/log"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -23,16 +27,29 @@ type Suite struct {
 	stepName string
 }
 
-// Start starts n clusters; call it in BeforeSuite. The bed is stopped, and
-// every JVM checked gone, when the suite ends.
-func Start(n int) *Suite {
+// Run runs the suite's specs, verbose so that the step timings and figures
+// written to GinkgoWriter show even when every spec passes.
+func Run(t *testing.T, name string) {
+	RegisterFailHandler(Fail)
+	suiteConfig, reporterConfig := GinkgoConfiguration()
+	reporterConfig.Verbose = true
+	RunSpecs(t, name, suiteConfig, reporterConfig)
+}
+
+// Start starts the test bed o describes (its log goes to GinkgoWriter when
+// o.Log is nil); call it in BeforeSuite. The bed is stopped, and every JVM
+// checked gone, when the suite ends.
+func Start(o testbed.Options) *Suite {
+	if o.Log == nil {
+		o.Log = GinkgoWriter
+	}
 	s := &Suite{t0: time.Now()}
-	s.Step(fmt.Sprintf("start %d clusters", n))
+	s.Step(fmt.Sprintf("start %d clusters", o.Clusters))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	bed, err := testbed.Start(ctx, testbed.Options{Clusters: n, Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred(), "the test bed must start %d clusters", n)
-	Expect(bed.Clusters()).To(HaveLen(n))
+	bed, err := testbed.Start(ctx, o)
+	Expect(err).NotTo(HaveOccurred(), "the test bed must start %d clusters", o.Clusters)
+	Expect(bed.Clusters()).To(HaveLen(o.Clusters))
 	s.Bed = bed
 	for _, c := range bed.Clusters() {
 		s.Track(c.PID())
@@ -47,7 +64,20 @@ func Start(n int) *Suite {
 		}
 		GinkgoWriter.Printf("suite total %s\n", time.Since(s.t0).Round(time.Millisecond))
 	})
+	s.Step("")
 	return s
+}
+
+// Client returns a pulsar-client-go client for a bed cluster, with its logs
+// off.
+func Client(serviceURL string, txn bool) (pulsar.Client, error) {
+	return pulsar.NewClient(pulsar.ClientOptions{
+		URL:               serviceURL,
+		OperationTimeout:  30 * time.Second,
+		ConnectionTimeout: 5 * time.Second,
+		EnableTransaction: txn,
+		Logger:            log.DefaultNopLogger(),
+	})
 }
 
 // Track adds a JVM (a restarted cluster's) to those checked at the end.

@@ -1,5 +1,6 @@
-// Package bedsuite starts the local test bed for a ginkgo suite: it fails
-// the suite when the clusters do not start (never skips), prints how long
-// each step of the suite took, and checks when the suite ends that the test
-// bed stopped and no JVM it started outlived it.
+// Package bedsuite runs a ginkgo e2e suite on the local test bed: it starts
+// the clusters (failing the suite when they do not start, never skipping),
+// prints how long each step of the suite took, checks when the suite ends
+// that the test bed stopped and no JVM it started outlived it, and gives
+// the suites a quiet pulsar-client-go client for a cluster.
 package bedsuite
