@@ -36,8 +36,10 @@ func (b *budget) takeLocked(n int64) bool {
 
 // acquire takes one message of n bytes, waiting for space until ctx ends or
 // stop is closed. It returns ctx.Err() or ErrClosed when it gives up, and
-// ErrBufferFull at once when there is no space and wait is false.
-func (b *budget) acquire(ctx context.Context, n int64, stop <-chan struct{}, wait bool) error {
+// ErrBufferFull at once when there is no space and wait is false. Before
+// it waits it asks inCallback: space is given back after callbacks return,
+// so a callback that waited here could wait for itself (ErrInCallback).
+func (b *budget) acquire(ctx context.Context, n int64, stop <-chan struct{}, wait bool, inCallback func() bool) error {
 	b.mu.Lock()
 	for {
 		if b.takeLocked(n) {
@@ -47,6 +49,10 @@ func (b *budget) acquire(ctx context.Context, n int64, stop <-chan struct{}, wai
 		if !wait {
 			b.mu.Unlock()
 			return ErrBufferFull
+		}
+		if inCallback() {
+			b.mu.Unlock()
+			return ErrInCallback
 		}
 		wake := b.wake
 		b.waiting++

@@ -2,10 +2,8 @@ package producer
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
@@ -22,9 +20,9 @@ type cluster struct {
 	disp   *dispatcher
 	link   *link
 
-	// onAck is the one callback every async message of the cluster is
-	// handed to pulsar-client-go with, so that SendAsync allocates no
-	// closure per message (see inflightOf).
+	// onAck is the one callback every message of the cluster is handed to
+	// pulsar-client-go with, so that a send allocates no closure per
+	// message (see inflightOf).
 	onAck func(pulsar.MessageID, *pulsar.ProducerMessage, error)
 }
 
@@ -33,27 +31,40 @@ type cluster struct {
 // owns the partition.
 type partition struct {
 	idx int
+	c   *cluster
 	w   writer
 
-	// track holds the async messages handed to w, oldest first, so that
-	// Close can give an outcome to any that pulsar-client-go dropped.
-	// Senders append and trim completed ones from the front; the goroutines
-	// that complete messages never take mu, so tracking costs the hot path
-	// one uncontended lock.
-	mu    sync.Mutex // guards track
+	// Senders append to track the messages handed to w, oldest first, so
+	// that Close can give an outcome to any that pulsar-client-go dropped,
+	// and number the messages whose outcome is reported (seq), so that the
+	// callback goroutine reports them in that order. The goroutines that
+	// complete messages never take mu, so this costs the hot path one
+	// uncontended lock.
+	mu    sync.Mutex // guards track, head and seq
 	track []*inflight
-	head  int // track[:head] are trimmed (nil)
+	head  int    // track[:head] are trimmed (nil)
+	seq   uint64 // the last number given to a reported message
+
+	// Owned by the cluster's callback goroutine (the dispatcher).
+	next uint64               // the number of the next message to report
+	held map[uint64]*inflight // outcomes that came before next's
 }
 
-// inflight is one message given to SendAsync, from acceptance until its
-// callback has run. pm must stay the first field: see inflightOf.
+// inflight is one message handed to Send or SendAsync, from the hand-over
+// until its outcome has been reported. pm must stay the first field: see
+// inflightOf.
 type inflight struct {
 	pm   pulsar.ProducerMessage
 	ctx  context.Context
 	msg  *Message
-	cb   Callback
+	cb   Callback // Send's own, or the caller's; nil: nothing to report
 	part *partition
 	cost int64
+	seq  uint64 // its number among the partition's reported messages; 0 when cb is nil
+
+	// accepted: the message holds budget and was handed to its writer;
+	// false for a message that failed before, which holds nothing.
+	accepted bool
 
 	state atomic.Uint32 // 0 pending, 1 completed (outcome fixed)
 
@@ -61,25 +72,40 @@ type inflight struct {
 	err error
 	ev  *Event // non-nil when observed
 
-	barrier chan struct{} // non-nil for a dispatcher barrier (not a message)
+	barrier *barrier // non-nil for a Flush barrier (not a message)
 }
 
-// add tracks f, first trimming completed messages from the front.
-func (pt *partition) add(f *inflight) {
+// enqueue numbers f when it has an outcome to report and, when it was
+// handed to the writer, tracks it; it first trims completed messages from
+// the front of track.
+func (pt *partition) enqueue(f *inflight) {
 	pt.mu.Lock()
-	for pt.head < len(pt.track) && pt.track[pt.head].state.Load() != 0 {
-		pt.track[pt.head] = nil
-		pt.head++
+	if f.cb != nil {
+		pt.seq++
+		f.seq = pt.seq
 	}
-	if pt.head == len(pt.track) {
-		pt.track, pt.head = pt.track[:0], 0
-	} else if pt.head > 1024 && pt.head > len(pt.track)/2 {
-		n := copy(pt.track, pt.track[pt.head:])
-		clear(pt.track[n:])
-		pt.track, pt.head = pt.track[:n], 0
+	if f.accepted {
+		for pt.head < len(pt.track) && pt.track[pt.head].state.Load() != 0 {
+			pt.track[pt.head] = nil
+			pt.head++
+		}
+		if pt.head == len(pt.track) {
+			pt.track, pt.head = pt.track[:0], 0
+		} else if pt.head > 1024 && pt.head > len(pt.track)/2 {
+			n := copy(pt.track, pt.track[pt.head:])
+			clear(pt.track[n:])
+			pt.track, pt.head = pt.track[:n], 0
+		}
+		pt.track = append(pt.track, f)
 	}
-	pt.track = append(pt.track, f)
 	pt.mu.Unlock()
+}
+
+// lastSeq returns the number of the last message to report handed over.
+func (pt *partition) lastSeq() uint64 {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	return pt.seq
 }
 
 // pending returns the tracked messages that have no outcome yet.
@@ -95,24 +121,14 @@ func (pt *partition) pending() []*inflight {
 	return out
 }
 
-// inflightOf returns the inflight whose pm field pm is. pulsar-client-go
-// hands every callback the *ProducerMessage it was given (v0.21.0: the
-// sendRequest keeps the caller's pointer, for validation failures, batches
-// and chunks alike), and SendAsync only ever gives it &f.pm, where pm is
-// the first field of f: so the pointer is also a pointer to f, inside the
-// same allocation.
-func inflightOf(pm *pulsar.ProducerMessage) *inflight {
-	return (*inflight)(unsafe.Pointer(pm))
-}
-
 // ack is the cluster's callback for pulsar-client-go.
 func (c *cluster) ack(id pulsar.MessageID, pm *pulsar.ProducerMessage, err error) {
 	c.complete(inflightOf(pm), id, err)
 }
 
-// complete fixes f's outcome (once; later calls are ignored) and queues its
-// callback. It runs on whatever goroutine pulsar-client-go reports on, or on
-// the caller's for messages that fail before they are accepted.
+// complete fixes the outcome of a message handed to a writer (once; later
+// calls are ignored) and passes it on. It runs on whatever goroutine
+// pulsar-client-go reports on, or on Close's for messages it sweeps.
 func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
 	if !f.state.CompareAndSwap(0, 1) {
 		return
@@ -122,14 +138,32 @@ func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
 	if err == nil {
 		c.health.acks.Add(1)
 	}
-	if f.cb == nil {
-		if f.ev != nil {
-			c.outcome(f)
-		}
-		c.budget.release(1, f.cost)
+	c.finish(f, endsBurst(id, err))
+}
+
+// refuse gives err as the outcome of a message that failed before it was
+// handed to a writer. f is already routed (to its key's own partition),
+// so the outcome is reported after those of the key's earlier messages.
+func (c *cluster) refuse(f *inflight, err error) {
+	f.err = err
+	f.state.Store(1)
+	f.part.enqueue(f)
+	c.finish(f, true)
+}
+
+// finish passes a completed message on: to the callback goroutine, or,
+// when there is no callback to run, straight to the observer.
+func (c *cluster) finish(f *inflight, last bool) {
+	if f.seq != 0 {
+		c.disp.push(f, last)
 		return
 	}
-	c.disp.push(f, endsBurst(id, err))
+	if f.ev != nil {
+		c.outcome(f)
+	}
+	if f.accepted {
+		c.budget.release(1, f.cost)
+	}
 }
 
 // sweep completes every message of the cluster still pending with err. Close
@@ -154,7 +188,7 @@ func (c *cluster) outcome(f *inflight) (ID, error) {
 	var id ID
 	var err error
 	if f.err != nil {
-		err = c.sendError(f.ctx, f.msg.Key, f.part.idx, f.err)
+		err = c.sendError(f.ctx, f.msg.Key, f.part.idx, f.err, !f.accepted)
 	} else {
 		id = ID{Cluster: c.name, Partition: f.part.idx, MessageID: f.id}
 	}
@@ -170,28 +204,4 @@ func (c *cluster) outcome(f *inflight) (ID, error) {
 func (c *cluster) report(f *inflight) {
 	id, err := c.outcome(f)
 	f.cb(id, f.msg, err)
-}
-
-// sendError classifies err from pulsar-client-go (or the SDK) for a message.
-func (c *cluster) sendError(ctx context.Context, key string, part int, err error) error {
-	e := &SendError{Key: key, Cluster: c.name, Partition: part, Cause: err}
-	switch {
-	case errors.Is(err, pulsar.ErrContextExpired):
-		e.Cause = ctx.Err()
-		if e.Cause == nil {
-			e.Cause = err
-		}
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-	case errors.Is(err, ErrClosed), errors.Is(err, pulsar.ErrProducerClosed):
-		e.Err = ErrClosed
-	case errors.Is(err, ErrClusterDown):
-		e.Err = ErrClusterDown
-	case errors.Is(err, ErrBufferFull):
-		e.Err = ErrBufferFull
-	case errors.Is(err, pulsar.ErrSendTimeout):
-		e.Err = ErrSendTimeout
-	case errors.Is(err, pulsar.ErrMessageTooLarge):
-		e.Err = ErrMessageTooLarge
-	}
-	return e
 }

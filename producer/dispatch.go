@@ -1,7 +1,11 @@
 package producer
 
 import (
+	"maps"
+	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -11,11 +15,15 @@ import (
 // rest of its batch (see push).
 const straggleDelay = time.Millisecond
 
-// dispatcher runs one cluster's callbacks on its own goroutine, in the order
-// the outcomes were pushed, so that callbacks never run on pulsar-client-go's
-// connection goroutines. push never blocks for longer than a mutex hold: the
-// queue is bounded by the cluster's budget, which a message holds until its
-// callback has returned.
+// dispatcher is one cluster's callback goroutine: the one serial path
+// through which every outcome that has a callback (SendAsync's, and Send's
+// own) reaches the caller. Outcomes arrive in any order: from
+// pulsar-client-go's goroutines, from senders whose message failed before
+// it reached a writer, from Close. The dispatcher reports each partition's
+// outcomes in the order the messages were handed over (their seq), holding
+// any that come early; so a key's callbacks run in call order, failures
+// before acceptance included. push never blocks for longer than a mutex
+// hold.
 //
 // pulsar-client-go reports a batch's acks one after the other on one
 // goroutine, doing a few hundred nanoseconds of its own work between them;
@@ -36,6 +44,17 @@ type dispatcher struct {
 	signal chan struct{} // capacity 1: work may be queued
 	stop   chan struct{} // closed by close: drain and exit
 	done   chan struct{} // closed when run returns
+
+	goid     uint64      // of the goroutine that runs callbacks; set before run starts
+	inside   atomic.Bool // a callback is running (see onCallbackGoroutine)
+	barriers []*barrier  // Flush barriers not yet passed; owned by run
+}
+
+// barrier is a Flush's wait on one cluster: it is passed when every
+// partition has reported its messages up to upTo.
+type barrier struct {
+	upTo []uint64 // by partition index: the last seq handed over before the Flush
+	done chan struct{}
 }
 
 func newDispatcher(c *cluster) *dispatcher {
@@ -45,9 +64,18 @@ func newDispatcher(c *cluster) *dispatcher {
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
+	for _, pt := range c.parts {
+		pt.next = 1
+	}
 	d.straggle = time.AfterFunc(time.Hour, d.wake)
 	d.straggle.Stop()
-	go d.run()
+	started := make(chan struct{})
+	go func() {
+		d.goid = goid()
+		close(started)
+		d.run()
+	}()
+	<-started
 	return d
 }
 
@@ -65,17 +93,17 @@ func (d *dispatcher) wake() {
 }
 
 // push queues f for its callback, waking the callback goroutine now when
-// last is true, else within straggleDelay. After close, push runs f inline.
+// last is true, else within straggleDelay. After close, push reports f
+// inline: by then every outcome queued before has been reported.
 func (d *dispatcher) push(f *inflight, last bool) {
 	d.mu.Lock()
 	if d.stopped {
 		d.mu.Unlock()
 		if f.barrier != nil {
-			close(f.barrier)
+			close(f.barrier.done)
 			return
 		}
-		d.c.report(f)
-		d.c.budget.release(1, f.cost)
+		d.deliver(f)
 		return
 	}
 	d.queue = append(d.queue, f)
@@ -112,19 +140,45 @@ func (d *dispatcher) run() {
 		d.mu.Unlock()
 
 		var msgs, bytes int64
+		d.inside.Store(true)
 		for i, f := range batch {
 			batch[i] = nil
 			if f.barrier != nil {
-				close(f.barrier)
+				d.barriers = append(d.barriers, f.barrier)
 				continue
 			}
-			d.c.report(f)
-			msgs++
-			bytes += f.cost
+			pt := f.part
+			if f.seq != pt.next {
+				if pt.held == nil {
+					pt.held = make(map[uint64]*inflight)
+				}
+				pt.held[f.seq] = f
+				continue
+			}
+			for f != nil {
+				d.report(f, &msgs, &bytes)
+				pt.next++
+				if f = pt.held[pt.next]; f != nil {
+					delete(pt.held, pt.next)
+				}
+			}
 		}
+		if stopping {
+			// Close swept every message, so nothing is missing but
+			// outcomes a late sender raced in: report what is held, in
+			// order, rather than wait for them.
+			for _, pt := range d.c.parts {
+				for _, seq := range slices.Sorted(maps.Keys(pt.held)) {
+					d.report(pt.held[seq], &msgs, &bytes)
+				}
+				pt.held = nil
+			}
+		}
+		d.inside.Store(false)
 		if msgs > 0 {
 			d.c.budget.release(msgs, bytes)
 		}
+		d.passBarriers(stopping)
 		spare = batch
 		if stopping {
 			return
@@ -132,12 +186,54 @@ func (d *dispatcher) run() {
 	}
 }
 
-// barrier returns a channel that is closed once every outcome pushed before
-// it has been reported.
+// report runs f's callback and counts what it held of the budget.
+func (d *dispatcher) report(f *inflight, msgs, bytes *int64) {
+	d.c.report(f)
+	if f.accepted {
+		*msgs++
+		*bytes += f.cost
+	}
+}
+
+// deliver reports f at once, after the callback goroutine has stopped.
+func (d *dispatcher) deliver(f *inflight) {
+	d.c.report(f)
+	if f.accepted {
+		d.c.budget.release(1, f.cost)
+	}
+}
+
+// passBarriers closes the barriers whose messages have all been reported
+// (all of them when the dispatcher stops).
+func (d *dispatcher) passBarriers(all bool) {
+	kept := d.barriers[:0]
+	for _, b := range d.barriers {
+		passed := true
+		for i, pt := range d.c.parts {
+			if pt.next <= b.upTo[i] {
+				passed = false
+				break
+			}
+		}
+		if passed || all {
+			close(b.done)
+		} else {
+			kept = append(kept, b)
+		}
+	}
+	clear(d.barriers[len(kept):])
+	d.barriers = kept
+}
+
+// barrier returns a channel that is closed once every message handed over
+// to the cluster before the call has been reported.
 func (d *dispatcher) barrier() <-chan struct{} {
-	ch := make(chan struct{})
-	d.push(&inflight{barrier: ch}, true)
-	return ch
+	b := &barrier{upTo: make([]uint64, len(d.c.parts)), done: make(chan struct{})}
+	for i, pt := range d.c.parts {
+		b.upTo[i] = pt.lastSeq()
+	}
+	d.push(&inflight{barrier: b}, true)
+	return b.done
 }
 
 // close reports what is queued and stops the goroutine; it waits for it.
@@ -145,4 +241,42 @@ func (d *dispatcher) close() {
 	close(d.stop)
 	<-d.done
 	d.straggle.Stop()
+}
+
+// onCallbackGoroutine reports whether the calling goroutine is one of ps's
+// callback goroutines, running a callback. Reading the goroutine's id costs
+// about a microsecond, so it is read only while some callback is running.
+func (p *Producer) onCallbackGoroutine() bool {
+	var id uint64
+	for _, c := range p.clusters {
+		if !c.disp.inside.Load() {
+			continue
+		}
+		if id == 0 {
+			id = goid()
+		}
+		if id == c.disp.goid {
+			return true
+		}
+	}
+	return false
+}
+
+// goid returns the id of the calling goroutine, from the first line of its
+// stack trace ("goroutine 42 [running]:").
+func goid() uint64 {
+	var buf [32]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	const prefix = "goroutine "
+	if len(b) < len(prefix) {
+		return 0
+	}
+	var id uint64
+	for _, ch := range b[len(prefix):] {
+		if ch < '0' || ch > '9' {
+			break
+		}
+		id = id*10 + uint64(ch-'0')
+	}
+	return id
 }

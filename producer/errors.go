@@ -44,11 +44,28 @@ var (
 
 	// ErrNilMessage is returned when a nil *Message is handed over.
 	ErrNilMessage = errors.New("producer: nil message")
+
+	// ErrNilProducer is returned by every method called on a nil
+	// *Producer (SendAsync calls its callback with it).
+	ErrNilProducer = errors.New("producer: nil *Producer")
+
+	// ErrBadMessage is returned for a message whose fields contradict each
+	// other (NullValue with a non-empty Value); the error says which.
+	ErrBadMessage = errors.New("producer: bad message")
+
+	// ErrInCallback is returned by Send, Flush and Close, and by a
+	// SendAsync or transaction send that would wait for buffer space, when
+	// called from a Callback or an Observer's OnDone: they wait for
+	// callbacks to run, and the callback goroutine is busy running the
+	// caller, so they would wait for ever.
+	ErrInCallback = errors.New("producer: called from a callback, where waiting would deadlock")
 )
 
 // SendError is the outcome of one message that failed. It names where the
 // message was routed. Unwrap yields the matching sentinel (if any) and the
-// cause, so errors.Is works for both.
+// cause, so errors.Is works for both. NotWritten tells whether the message
+// was definitely not written (safe to send again) or its outcome is
+// unknown; Reason gives a stable code for why it failed.
 type SendError struct {
 	Key       string
 	Cluster   string
@@ -57,15 +74,21 @@ type SendError struct {
 	Err error
 	// Cause is the underlying error (from pulsar-client-go or the ctx).
 	Cause error
+
+	notWritten bool // see NotWritten
 }
 
 func (e *SendError) Error() string {
 	var msg string
 	switch {
-	case e.Err != nil && e.Cause != nil && e.Err != e.Cause:
+	case e.Err != nil && e.Cause != nil && errors.Is(e.Cause, e.Err):
+		msg = e.Cause.Error() // it says Err already
+	case e.Err != nil && e.Cause != nil:
 		msg = e.Err.Error() + ": " + e.Cause.Error()
 	case e.Err != nil:
 		msg = e.Err.Error()
+	case e.Cause != nil && !e.notWritten:
+		msg = "producer: outcome unknown: " + e.Cause.Error()
 	case e.Cause != nil:
 		msg = "producer: " + e.Cause.Error()
 	default:

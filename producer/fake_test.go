@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
@@ -110,15 +111,42 @@ func (w *fakeWriter) ackBatch(missing int) {
 	}
 }
 
+// FlushWithCtx waits, as pulsar-client-go's does, until every message
+// handed over has its outcome, or ctx ends.
 func (w *fakeWriter) FlushWithCtx(ctx context.Context) error {
-	w.mu.Lock()
-	manual := w.mode == ackManual && len(w.pending) > 0
-	w.mu.Unlock()
-	if manual {
-		<-ctx.Done()
-		return ctx.Err()
+	for {
+		w.mu.Lock()
+		held := len(w.pending)
+		w.mu.Unlock()
+		if held == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
 	}
-	return nil
+}
+
+// fail fails every held message with err, in order (as a send timeout
+// does).
+func (w *fakeWriter) fail(err error) {
+	w.mu.Lock()
+	p := w.pending
+	w.pending = nil
+	w.mu.Unlock()
+	for _, a := range p {
+		a.cb(nil, a.pm, err)
+	}
+}
+
+// auto acks the held messages and every later one at once.
+func (w *fakeWriter) auto() {
+	w.mu.Lock()
+	w.mode = ackInline
+	w.mu.Unlock()
+	w.ack()
 }
 
 func (w *fakeWriter) Close() {
@@ -141,10 +169,13 @@ type fakeBed struct {
 	modes   map[string]mode
 	parts   int
 	failOn  map[string]error // connect errors by cluster
+	probes  map[string]error // probe errors by cluster (nil: the probe succeeds)
+	probed  map[string]int   // probes made, by cluster
 }
 
 func newFakeBed(parts int) *fakeBed {
-	return &fakeBed{writers: map[string][]*fakeWriter{}, modes: map[string]mode{}, parts: parts, failOn: map[string]error{}}
+	return &fakeBed{writers: map[string][]*fakeWriter{}, modes: map[string]mode{}, parts: parts,
+		failOn: map[string]error{}, probes: map[string]error{}, probed: map[string]int{}}
 }
 
 func (b *fakeBed) connect(ctx context.Context, cl topology.Cluster, _ int) ([]producer.Writer, error) {
@@ -161,6 +192,20 @@ func (b *fakeBed) connect(ctx context.Context, cl topology.Cluster, _ int) ([]pr
 	}
 	b.writers[cl.Name] = fws
 	return ws, nil
+}
+
+// probe is the connector's probe of a cluster.
+func (b *fakeBed) probe(cluster string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.probed[cluster]++
+	return b.probes[cluster]
+}
+
+func (b *fakeBed) setProbe(cluster string, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.probes[cluster] = err
 }
 
 func (b *fakeBed) writer(cluster string, part int) *fakeWriter {

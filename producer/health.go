@@ -13,8 +13,7 @@ type DownPolicy uint8
 // Down policies.
 const (
 	// FailFast fails new messages for a down cluster at once with
-	// ErrClusterDown (one message per DownProbeInterval still goes through as a probe, so
-	// that recovery is seen). The default.
+	// ErrClusterDown. The default.
 	FailFast DownPolicy = iota
 	// WaitUp makes new messages for a down cluster wait until it is up
 	// again, at most DownWait (and their ctx), then fail with ErrClusterDown.
@@ -43,8 +42,9 @@ func (d DownPolicy) String() string {
 // Defaults for cluster health.
 const (
 	DefaultDownAfter  = 3 * time.Second
-	DownProbeInterval = time.Second // how often a message is let through to a down cluster as a probe
 	DefaultDownWait   = 10 * time.Second
+	// DefaultDownProbeInterval is how often a down cluster is probed.
+	DefaultDownProbeInterval = time.Second
 )
 
 // OnClusterDown sets the policy for messages routed to a down cluster
@@ -54,8 +54,18 @@ func OnClusterDown(p DownPolicy) Opt { return optFunc(func(c *cfg) { c.downPolic
 
 // DownAfter is how long a cluster may hold messages without a single
 // acknowledgement before it counts as down (default 3s). It is up again at
-// its next acknowledgement.
+// its next acknowledgement, or, when it holds no message, at its first
+// successful probe (see DownProbeInterval).
 func DownAfter(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downAfter = d }) }
+
+// DownProbeInterval is how often a down cluster is probed (default 1s):
+// a topic metadata lookup on the cluster's own client, a broker round trip
+// that writes nothing. A cluster that holds no message is up again at its
+// first successful probe, so recovery is seen whatever the traffic: under
+// every OnClusterDown policy, with keyless messages only, or with none. A
+// probe that gets no answer is bounded by the client's operation timeout;
+// one runs at a time per cluster.
+func DownProbeInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.probeEvery = d }) }
 
 // DownWait bounds how long a message waits for a down cluster under WaitUp
 // (default 10s).
@@ -69,10 +79,11 @@ func DownWait(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downWait = 
 // the two groups sit on separate cache lines so that the two sides do not
 // take the line from each other at every message.
 type health struct {
-	down   atomic.Bool
-	handed atomic.Uint64 // messages handed to the cluster's writers, ever
-	probe  atomic.Int64  // unix nanos of the last probe let through while down
-	_      [64]byte
+	down    atomic.Bool
+	handed  atomic.Uint64 // messages handed to the cluster's writers, ever
+	probing atomic.Bool   // a probe is running
+	probeOK atomic.Int64  // unix nanos at which the last successful probe started
+	_       [64]byte
 
 	acks      atomic.Uint64 // successful acknowledgements, ever
 	completed atomic.Uint64 // of those handed, the ones with an outcome
@@ -83,6 +94,7 @@ type health struct {
 	since     time.Time     // of the current state
 	lastAcks  uint64        // acks at the monitor's last look
 	lastMoved time.Time     // when the monitor last saw acks move or nothing held
+	lastProbe time.Time     // when the monitor last started a probe
 }
 
 func newHealth(now time.Time) *health {
@@ -132,9 +144,11 @@ func (p *Producer) monitor(stop <-chan struct{}, done chan<- struct{}) {
 }
 
 // check flips c's state: down when its writers held messages and it saw no
-// ack for downAfter, up at the first ack after that. Messages whose outcome
+// ack for downAfter; up at the first ack after that, or at a successful
+// probe started while it was down and held nothing. Messages whose outcome
 // is known but whose callback is still running do not count: a slow
-// callback is not a slow cluster.
+// callback is not a slow cluster. While c is down, check starts a probe
+// every probeEvery.
 func (p *Producer) check(c *cluster, now time.Time) {
 	h := c.health
 	acks := h.acks.Load()
@@ -154,29 +168,34 @@ func (p *Producer) check(c *cluster, now time.Time) {
 		h.since = now
 		p.log().Warn("keyroute: cluster down", "cluster", c.name, "policy", p.cfg.downPolicy.String(),
 			"pending", held, "no_ack_for", now.Sub(h.lastMoved).String())
-	case down && moved:
-		p.log().Info("keyroute: cluster up", "cluster", c.name, "down_for", now.Sub(h.since).String())
+	case down && (moved || (held == 0 && h.probeOK.Load() >= h.since.UnixNano())):
+		p.log().Info("keyroute: cluster up", "cluster", c.name, "down_for", now.Sub(h.since).String(), "probed", !moved)
 		h.down.Store(false)
 		close(h.upCh)
 		h.since = now
+	case down && c.link.probe != nil && now.Sub(h.lastProbe) >= p.cfg.probeEvery && h.probing.CompareAndSwap(false, true):
+		h.lastProbe = now
+		p.goBG(func() {
+			defer h.probing.Store(false)
+			start := time.Now()
+			if err := c.link.probe(); err != nil {
+				p.log().Debug("keyroute: probe failed", "cluster", c.name, "error", err)
+				return
+			}
+			h.probeOK.Store(start.UnixNano())
+		})
 	}
 }
 
 // admit decides where a message routed to c goes while c is down: c itself
-// (a probe, or after waiting), another cluster (spill, keyless), or nowhere
-// (an error). The caller checked that c is down.
+// (after waiting), another cluster (spill, keyless), or nowhere (an
+// error). The caller checked that c is down.
 func (p *Producer) admit(ctx context.Context, c *cluster, h uint64, keyless bool) (*cluster, error) {
 	if keyless || p.cfg.downPolicy == Spill {
 		if alt := p.router.ClusterExcept(h, p.isDown); alt >= 0 {
 			return p.clusters[alt], nil
 		}
 		return nil, ErrClusterDown
-	}
-	// Let one message through per DownProbeInterval so that recovery is seen even
-	// when nothing else is pending.
-	now := time.Now().UnixNano()
-	if last := c.health.probe.Load(); now-last >= int64(DownProbeInterval) && c.health.probe.CompareAndSwap(last, now) {
-		return c, nil
 	}
 	if p.cfg.downPolicy == WaitUp {
 		c.health.mu.Lock()

@@ -58,9 +58,7 @@ func TestFailFastAfterNoAckForDownAfterThenUpAgain(t *testing.T) {
 	assert.EqualValues(t, 1, h[1].PendingMessages)
 
 	down := keysWhere(p, "c2", true, 5)
-	// The first message after going down is a probe and is accepted.
-	p.SendAsync(context.Background(), &producer.Message{Key: down[0]}, nil)
-	for _, k := range down[1:] {
+	for _, k := range down {
 		_, err := p.Send(context.Background(), &producer.Message{Key: k})
 		require.ErrorIs(t, err, producer.ErrClusterDown)
 		var se *producer.SendError
@@ -80,8 +78,11 @@ func TestFailFastAfterNoAckForDownAfterThenUpAgain(t *testing.T) {
 		require.NoError(t, err)
 		require.NotEqual(t, "c2", id.Cluster)
 	}
-	// The first ack brings it back.
-	bed.writer("c2", 0).ack()
+	// The probes succeed, but c2 still holds a message: it stays down
+	// until the first ack brings it back.
+	time.Sleep(3 * producer.DefaultDownProbeInterval / 2)
+	assert.False(t, p.Health()[1].Up, "a cluster that holds unacknowledged messages is not up on a probe")
+	bed.writer("c2", 0).auto()
 	require.Eventually(t, func() bool { return p.Health()[1].Up }, 5*time.Second, 5*time.Millisecond)
 	id, err := p.Send(context.Background(), &producer.Message{Key: down[1]})
 	require.NoError(t, err)
@@ -108,7 +109,6 @@ func TestWaitUpWaitsForRecoveryOrItsBound(t *testing.T) {
 		producer.OnClusterDown(producer.WaitUp), producer.DownWait(100*time.Millisecond))
 	stall(t, bed, p)
 	key := keysWhere(p, "c2", true, 2)[1]
-	p.SendAsync(context.Background(), &producer.Message{Key: key}, nil) // the probe goes through
 	start := time.Now()
 	_, err := p.Send(context.Background(), &producer.Message{Key: key})
 	require.ErrorIs(t, err, producer.ErrClusterDown)
@@ -125,11 +125,9 @@ func TestWaitUpWaitsForRecoveryOrItsBound(t *testing.T) {
 		got <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
-	bed.writer("c2", 0).ack() // c2 recovers within the wait
+	bed.writer("c2", 0).auto() // c2 recovers within the wait
 	select {
 	case err := <-got:
-		// The fake is still manual: the send got through to c2 but its ack
-		// is synchronous in Send, so it succeeds.
 		require.NoError(t, err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("send did not resume after recovery")

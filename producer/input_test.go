@@ -23,9 +23,9 @@ func TestCancelledCtxFailsAtHandOver(t *testing.T) {
 	c, part := p.Placement("k")
 	assert.Equal(t, c, se.Cluster)
 	assert.Equal(t, part, se.Partition)
-	var got error
-	p.SendAsync(ctx, &producer.Message{Key: "k"}, func(_ producer.ID, _ *producer.Message, err error) { got = err })
-	require.ErrorIs(t, got, context.Canceled)
+	got := make(chan error, 1)
+	p.SendAsync(ctx, &producer.Message{Key: "k"}, func(_ producer.ID, _ *producer.Message, err error) { got <- err })
+	require.ErrorIs(t, <-got, context.Canceled)
 	assert.Empty(t, bed.writer(c, part).keys(), "nothing reached the writer")
 }
 

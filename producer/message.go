@@ -13,8 +13,14 @@ type Message struct {
 	// Key picks the cluster and partition. Messages with equal keys keep
 	// their order. An empty Key means no key: no order promise.
 	Key string
-	// Value is the payload. A nil Value sends an empty payload.
+	// Value is the payload. A nil or empty Value sends an empty payload
+	// (a consumer's IsNullValue is false).
 	Value []byte
+	// NullValue sends a Pulsar null value instead of a payload: a
+	// consumer's IsNullValue is true, and topic compaction treats it as a
+	// tombstone that deletes the key. Value must then be empty
+	// (ErrBadMessage otherwise).
+	NullValue bool
 	// Properties are sent as Pulsar message properties.
 	Properties map[string]string
 	// EventTime is optional; the zero time leaves it unset.

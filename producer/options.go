@@ -69,6 +69,7 @@ type cfg struct {
 	downPolicy       DownPolicy
 	downAfter        time.Duration
 	downWait         time.Duration
+	probeEvery       time.Duration
 	blockWhenFull    bool
 }
 
@@ -85,6 +86,7 @@ func defaultCfg() cfg {
 		connect:          pulsarConnector{},
 		downAfter:        DefaultDownAfter,
 		downWait:         DefaultDownWait,
+		probeEvery:       DefaultDownProbeInterval,
 		blockWhenFull:    true,
 	}
 }
@@ -116,6 +118,8 @@ func (c *cfg) validate() error {
 		return bad("DownAfter", c.downAfter, "must be > 0")
 	case c.downWait <= 0:
 		return bad("DownWait", c.downWait, "must be > 0")
+	case c.probeEvery <= 0:
+		return bad("DownProbeInterval", c.probeEvery, "must be > 0")
 	}
 	return nil
 }

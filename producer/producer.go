@@ -28,14 +28,27 @@ type Producer struct {
 	keyless atomic.Uint64 // keyless messages handed over
 
 	// Close protocol: every call that touches the writers counts itself in
-	// active and then checks closed; Close sets closed, closes done (which
-	// wakes callers waiting for buffer space) and waits for active to drain
-	// before it touches the writers. So no writer is used after it closes.
+	// active and then checks closed; Close sets closed, cancels closing
+	// (which wakes callers waiting for buffer space, for a down cluster or
+	// for a Send's flush) and waits for active to drain before it touches
+	// the writers. A hand-over is short once closing is cancelled, and
+	// pulsar-client-go v0.21.0 may panic on a SendAsync racing its
+	// producer's Close, so Close always waits for hand-overs; it stops
+	// waiting for transaction commits (also counted) when its ctx ends.
 	active    atomic.Int64
+	handing   atomic.Int64  // of active, the hand-overs (not commits)
+	idle      chan struct{} // capacity 1: active may have reached 0
 	closed    atomic.Bool
-	done      chan struct{}
+	closing   context.Context
+	stopAll   context.CancelFunc // cancels closing
+	done      <-chan struct{}    // closing.Done()
 	closeOnce sync.Once
 	closeErr  error
+
+	// bg counts the goroutines the Producer starts besides the callback
+	// goroutines and the monitor (health probes, transaction calls left
+	// to finish); Close waits for them after closing the clients.
+	bg tracker
 
 	monStop, monDone chan struct{} // the health monitor goroutine
 }
@@ -70,7 +83,9 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		return nil, fmt.Errorf("%w: %w", ErrBadTopology, err)
 	}
 
-	p := &Producer{cfg: c, router: r, done: make(chan struct{})}
+	p := &Producer{cfg: c, router: r, idle: make(chan struct{}, 1)}
+	p.closing, p.stopAll = context.WithCancel(context.Background())
+	p.done = p.closing.Done()
 	p.clusters = make([]*cluster, len(topo.Clusters))
 	links := make([]*link, len(topo.Clusters))
 	errs := make([]error, len(topo.Clusters))
@@ -124,7 +139,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		cl.link = links[i]
 		cl.parts = make([]*partition, len(links[i].writers))
 		for j, w := range links[i].writers {
-			cl.parts[j] = &partition{idx: j, w: w}
+			cl.parts[j] = &partition{idx: j, c: cl, w: w}
 		}
 		cl.disp = newDispatcher(cl)
 		cl.onAck = cl.ack
@@ -202,35 +217,87 @@ func (p *Producer) pick(ctx context.Context, key string) (*cluster, *partition, 
 	return alt, pt, nil
 }
 
-// enter counts a call that will touch the writers; it reports false (and
-// counts nothing) once the Producer is closing.
+// enter counts a hand-over (a call that touches the writers); it reports
+// false (and counts nothing) once the Producer is closing.
 func (p *Producer) enter() bool {
-	p.active.Add(1)
-	if p.closed.Load() {
-		p.active.Add(-1)
+	p.handing.Add(1)
+	if !p.enterLong() {
+		p.handing.Add(-1)
 		return false
 	}
 	return true
 }
 
-func (p *Producer) leave() { p.active.Add(-1) }
+func (p *Producer) leave() {
+	n := p.handing.Add(-1)
+	p.leaveLong()
+	if n == 0 && p.closed.Load() {
+		p.signalIdle()
+	}
+}
+
+// enterLong counts a transaction commit, which Close waits for only until
+// its ctx ends; it reports false once the Producer is closing.
+func (p *Producer) enterLong() bool {
+	p.active.Add(1)
+	if p.closed.Load() {
+		p.leaveLong()
+		return false
+	}
+	return true
+}
+
+func (p *Producer) leaveLong() {
+	if p.active.Add(-1) == 0 && p.closed.Load() {
+		p.signalIdle()
+	}
+}
+
+func (p *Producer) signalIdle() {
+	select {
+	case p.idle <- struct{}{}:
+	default:
+	}
+}
 
 // Close stops accepting messages, flushes what was accepted (bounded by
 // ctx), closes the writers and connections, and reports an outcome for
-// every message: those not acknowledged by then fail with ErrClosed. It
-// waits for calls already in progress to leave (a Send in progress returns
-// at its ack, its send timeout or its ctx) and for every callback to return.
-// Close returns the flush errors, if any; later calls return the same.
+// every message: those not acknowledged by then fail with ErrClosed, and
+// their outcome is unknown (pulsar-client-go may have sent them). It waits
+// for calls already handing a message over (they end at once with
+// ErrClosed), for transaction commits in progress until ctx ends, and for
+// every callback to return. No goroutine of the Producer's outlives Close,
+// except that pulsar-client-go v0.21.0 may go on with a transaction call to
+// an unreachable cluster (it retries those without end and takes no ctx):
+// Close then returns, when ctx ends, an error saying so.
+//
+// Close returns the flush errors, if any; later calls return the same. A
+// Send in progress returns with its message's outcome. Called from a
+// Callback, Close returns ErrInCallback and does nothing.
 func (p *Producer) Close(ctx context.Context) error {
+	if p == nil {
+		return ErrNilProducer
+	}
+	if p.onCallbackGoroutine() {
+		return ErrInCallback
+	}
 	p.closeOnce.Do(func() { p.closeErr = p.close(ctx) })
 	return p.closeErr
 }
 
 func (p *Producer) close(ctx context.Context) error {
 	p.closed.Store(true)
-	close(p.done)
-	for p.active.Load() != 0 {
-		time.Sleep(200 * time.Microsecond)
+	p.stopAll()
+	for p.active.Load() != 0 && ctx.Err() == nil {
+		select {
+		case <-p.idle:
+		case <-ctx.Done():
+		}
+	}
+	// Hand-overs end quickly once closing is cancelled; wait for them
+	// whatever ctx says (see the Close protocol).
+	for p.handing.Load() != 0 {
+		<-p.idle
 	}
 	flushErr := p.flushWriters(ctx)
 	var wg sync.WaitGroup
@@ -249,10 +316,83 @@ func (p *Producer) close(ctx context.Context) error {
 	wg.Wait()
 	close(p.monStop)
 	<-p.monDone
-	if flushErr != nil {
-		p.log().Warn("keyroute: close could not flush everything", "error", flushErr)
+	err := flushErr
+	if !p.bg.wait(ctx) {
+		err = errors.Join(err, fmt.Errorf("%w: transaction calls to pulsar-client-go still running: %w", ErrClosed, ctx.Err()))
 	}
-	return flushErr
+	if err != nil {
+		p.log().Warn("keyroute: close could not flush everything", "error", err)
+	}
+	return err
+}
+
+// waitGroup waits for wg until ctx ends; it reports whether wg finished.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// goBG runs fn on a goroutine that Close waits for.
+func (p *Producer) goBG(fn func()) {
+	p.bg.add()
+	go func() {
+		defer p.bg.done()
+		fn()
+	}()
+}
+
+// tracker counts goroutines. Unlike a sync.WaitGroup, it may be added to
+// while it is waited for (a transaction can start a call while Close
+// waits).
+type tracker struct {
+	mu   sync.Mutex // guards n and zero
+	n    int
+	zero chan struct{} // closed when n drops to 0; nil while nobody waits
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	t.n++
+	t.mu.Unlock()
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	t.n--
+	if t.n == 0 && t.zero != nil {
+		close(t.zero)
+		t.zero = nil
+	}
+	t.mu.Unlock()
+}
+
+// wait waits until the count is zero or ctx ends; it reports which.
+func (t *tracker) wait(ctx context.Context) bool {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.mu.Unlock()
+		return true
+	}
+	if t.zero == nil {
+		t.zero = make(chan struct{})
+	}
+	zero := t.zero
+	t.mu.Unlock()
+	select {
+	case <-zero:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // log returns the configured logger, or one that discards.

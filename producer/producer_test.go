@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newProducer(t *testing.T, bed *fakeBed, clusters int, opts ...producer.Opt) *producer.Producer {
 	t.Helper()
-	opts = append([]producer.Opt{producer.Topic("t"), producer.WithConnector(bed.connect)}, opts...)
+	opts = append([]producer.Opt{producer.Topic("t"), producer.WithConnector(bed.connect, bed.probe)}, opts...)
 	p, err := producer.New(context.Background(), topo(clusters), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
@@ -47,6 +47,13 @@ func newOutcomes(t *testing.T) *outcomes {
 }
 
 func (o *outcomes) expect(n int) { o.wg.Add(n) }
+
+// asyncErr hands msg to SendAsync and waits for its callback's error.
+func asyncErr(ctx context.Context, p *producer.Producer, msg *producer.Message) error {
+	got := make(chan error, 1)
+	p.SendAsync(ctx, msg, func(_ producer.ID, _ *producer.Message, err error) { got <- err })
+	return <-got
+}
 
 func (o *outcomes) cb(id producer.ID, m *producer.Message, err error) {
 	o.mu.Lock()
@@ -193,7 +200,9 @@ func TestDeadClusterDoesNotBlockHealthyOnes(t *testing.T) {
 		}
 	}
 	stuck := make(chan error, 15)
+	handed := make(chan struct{})
 	go func() {
+		defer close(handed)
 		for _, k := range deadKeys[:15] {
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			p.SendAsync(ctx, &producer.Message{Key: k}, func(_ producer.ID, _ *producer.Message, err error) {
@@ -213,16 +222,25 @@ func TestDeadClusterDoesNotBlockHealthyOnes(t *testing.T) {
 		})
 	}
 	wg.Wait() // healthy clusters finished while c3 is stuck
+	require.Eventually(t, func() bool { msgs, _ := p.Held(); return msgs[2] == 10 }, 5*time.Second, time.Millisecond,
+		"c3 holds exactly its share")
+	<-handed
+	select {
+	case err := <-stuck:
+		t.Fatalf("a send that gave up was reported before the earlier messages of its partition: %v", err)
+	default:
+	}
+	// The sends that gave up are reported after the earlier messages of
+	// their key (of c3's only partition): once those are acknowledged.
+	bed.writer("c3", 0).ack()
 	for i := 0; i < 5; i++ {
 		err := <-stuck
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.True(t, producer.NotWritten(err), "gave up before the writer had it: %v", err)
 		var se *producer.SendError
 		require.ErrorAs(t, err, &se)
 		assert.Equal(t, "c3", se.Cluster)
 	}
-	msgs, _ := p.Held()
-	assert.EqualValues(t, 10, msgs[2], "c3 holds exactly its share")
-	bed.writer("c3", 0).ack()
 }
 
 func TestCloseGivesEveryPendingMessageOneOutcome(t *testing.T) {
@@ -277,16 +295,19 @@ func TestBackPressureHonoursCtx(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	var got error
+	gotc := make(chan error, 1)
 	start := time.Now()
-	p.SendAsync(ctx, &producer.Message{Key: "k"}, func(_ producer.ID, _ *producer.Message, err error) { got = err })
+	p.SendAsync(ctx, &producer.Message{Key: "k"}, func(_ producer.ID, _ *producer.Message, err error) { gotc <- err })
 	assert.GreaterOrEqual(t, time.Since(start), 40*time.Millisecond)
+	got := <-gotc
 	assert.ErrorIs(t, got, context.DeadlineExceeded)
 	assert.ErrorIs(t, got, ctx.Err())
+	assert.True(t, producer.NotWritten(got))
 	_, err := p.Send(ctx, &producer.Message{Key: "k"})
 	assert.ErrorIs(t, err, ctx.Err())
+	assert.True(t, producer.NotWritten(err))
 	// Acks free the space: the next send goes through.
-	bed.writer("c1", 0).ack()
+	bed.writer("c1", 0).auto()
 	_, err = p.Send(context.Background(), &producer.Message{Key: "k"})
 	assert.NoError(t, err)
 }
@@ -299,9 +320,7 @@ func TestMemoryLimitBindsAndAllowsOneOversizeMessage(t *testing.T) {
 	p.SendAsync(context.Background(), big, nil) // alone: allowed over the limit
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	var got error
-	p.SendAsync(ctx, &producer.Message{Key: "k", Value: []byte("x")}, func(_ producer.ID, _ *producer.Message, err error) { got = err })
-	assert.ErrorIs(t, got, context.DeadlineExceeded)
+	assert.ErrorIs(t, asyncErr(ctx, p, &producer.Message{Key: "k", Value: []byte("x")}), context.DeadlineExceeded)
 	_, bytes := p.Held()
 	assert.EqualValues(t, 501, bytes[0])
 	bed.writer("c1", 0).ack()
@@ -513,9 +532,7 @@ func TestFailWhenFullInsteadOfBlocking(t *testing.T) {
 	var se *producer.SendError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "c1", se.Cluster)
-	var got error
-	p.SendAsync(context.Background(), &producer.Message{Key: "k"}, func(_ producer.ID, _ *producer.Message, err error) { got = err })
-	require.ErrorIs(t, got, producer.ErrBufferFull)
+	require.ErrorIs(t, asyncErr(context.Background(), p, &producer.Message{Key: "k"}), producer.ErrBufferFull)
 	assert.Less(t, time.Since(start), time.Second, "no waiting")
 	bed.writer("c1", 0).ack()
 }

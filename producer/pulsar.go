@@ -42,7 +42,10 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 		client.Close()
 		return nil, err
 	}
-	l := &link{writers: writers, close: client.Close}
+	l := &link{writers: writers, close: client.Close, probe: func() error {
+		_, err := client.TopicPartitions(wc.topic)
+		return err
+	}}
 	if wc.transactions {
 		l.newTxn = client.NewTransaction
 	}

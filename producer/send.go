@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -18,11 +19,26 @@ func cost(m *Message) int64 {
 	return int64(n)
 }
 
+// emptyPayload is the payload of a message with a nil Value:
+// pulsar-client-go sends a nil Payload as a null value (a tombstone).
+var emptyPayload = []byte{}
+
 func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) {
 	pm.Key = m.Key
 	pm.Payload = m.Value
+	if pm.Payload == nil && !m.NullValue {
+		pm.Payload = emptyPayload
+	}
 	pm.Properties = props
 	pm.EventTime = m.EventTime
+}
+
+// check returns an error for a message whose fields contradict each other.
+func check(m *Message) error {
+	if m.NullValue && len(m.Value) > 0 {
+		return fmt.Errorf("%w: NullValue set with a %d-byte Value", ErrBadMessage, len(m.Value))
+	}
+	return nil
 }
 
 // eventPool recycles the Events of observed messages: an Event goes back
@@ -56,112 +72,169 @@ func (c *cluster) end(ev *Event) {
 	eventPool.Put(ev)
 }
 
-// fail reports an error that happened before the writer took the message.
-func (c *cluster) fail(ev *Event, err error) error {
-	if ev != nil {
-		ev.Err = err
-		c.end(ev)
+// hand routes msg, takes its budget and hands it to its partition's writer,
+// as f (whose cb is set). A message that fails before the writer has it is
+// refused: it gets its outcome through the same ordered path, after the
+// outcomes of the messages of its partition handed over before it. hand
+// returns the refusal error (nil when the writer has the message).
+func (p *Producer) hand(ctx context.Context, op Op, msg *Message, f *inflight) error {
+	entered := p.enter()
+	var (
+		c   *cluster
+		pt  *partition
+		err error
+	)
+	switch {
+	case !entered:
+		c, pt = p.route(msg.Key)
+		err = ErrClosed
+	default:
+		if err = check(msg); err != nil {
+			c, pt = p.route(msg.Key)
+		} else {
+			c, pt, err = p.pick(ctx, msg.Key)
+		}
 	}
-	return err
+	n := cost(msg)
+	f.ctx, f.msg, f.part, f.cost = ctx, msg, pt, n
+	var props map[string]string
+	f.ev, props = p.observe(ctx, op, c, pt, msg, n)
+	if err == nil {
+		err = c.budget.acquire(ctx, n, p.done, p.cfg.blockWhenFull, p.onCallbackGoroutine)
+	}
+	if err != nil {
+		if entered {
+			p.leave()
+		}
+		c.refuse(f, err)
+		return err
+	}
+	f.accepted = true
+	toPulsar(&f.pm, msg, props)
+	pt.enqueue(f)
+	c.health.handed.Add(1)
+	pt.w.SendAsync(ctx, &f.pm, c.onAck)
+	if op == OpSend && p.cfg.batching {
+		p.flushFor(ctx, pt)
+	}
+	p.leave()
+	return nil
+}
+
+// flushFor sends pt's current batch, so that Send does not wait for
+// Linger. Close cancels the wait: pulsar-client-go v0.21.0 never answers a
+// flush still queued when its producer closes.
+func (p *Producer) flushFor(ctx context.Context, pt *partition) {
+	fctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(p.closing, cancel)
+	_ = pt.w.FlushWithCtx(fctx) // the message's own outcome says what happened
+	stop()
+	cancel()
 }
 
 // Send writes msg and waits for the broker's acknowledgement. ctx bounds the
-// whole call: waiting for buffer space, the write and the ack. If ctx ends
-// after the message was handed to its partition's writer, Send returns an
-// error matching ctx.Err() and the message may still be written. Send
-// flushes the partition's current batch, so it does not wait for Linger;
-// the messages of that partition handed over before it are written before it.
+// whole call: waiting for buffer space, the write and the ack. Send
+// flushes the partition's current batch, so it does not wait for Linger.
+//
+// Send returns after the outcomes of the messages of msg's key (of its
+// partition) handed over before it have been reported, as their callbacks
+// would be, also when it fails before the writer has msg (its ctx ended, its
+// cluster is down, the buffer is full): then it returns a not-written
+// error (NotWritten) in its turn. If ctx ends after the writer has msg,
+// Send returns at once with an error that matches ctx.Err() and whose
+// outcome is unknown: the message may still be written, and it holds its
+// share of the buffer until pulsar-client-go reports it. Called from a
+// Callback, Send returns ErrInCallback at once.
 func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
-	if msg == nil {
-		return ID{}, &SendError{Err: ErrNilMessage}
+	switch {
+	case p == nil:
+		return ID{}, &SendError{Err: ErrNilProducer, notWritten: true}
+	case msg == nil:
+		return ID{}, &SendError{Err: ErrNilMessage, notWritten: true}
+	case p.onCallbackGoroutine():
+		return ID{}, &SendError{Key: msg.Key, Err: ErrInCallback, notWritten: true}
 	}
-	if !p.enter() {
-		return ID{}, &SendError{Key: msg.Key, Err: ErrClosed}
+	var (
+		id   ID
+		err  error
+		done = make(chan struct{})
+	)
+	f := &inflight{cb: func(i ID, _ *Message, e error) {
+		id, err = i, e
+		close(done)
+	}}
+	if p.hand(ctx, OpSend, msg, f) != nil {
+		<-done // in its turn; bounded by the earlier messages' own outcomes
+		return id, err
 	}
-	defer p.leave()
-	c, pt, err := p.pick(ctx, msg.Key)
-	n := cost(msg)
-	ev, props := p.observe(ctx, OpSend, c, pt, msg, n)
-	if err == nil {
-		err = c.budget.acquire(ctx, n, p.done, p.cfg.blockWhenFull)
+	select {
+	case <-done:
+		return id, err
+	case <-ctx.Done():
 	}
-	if err != nil {
-		return ID{}, c.fail(ev, c.sendError(ctx, msg.Key, pt.idx, err))
+	select {
+	case <-done:
+		return id, err
+	default:
 	}
-	pm := &pulsar.ProducerMessage{}
-	toPulsar(pm, msg, props)
-	c.health.handed.Add(1)
-	mid, err := pt.w.Send(ctx, pm)
-	c.health.completed.Add(1)
-	c.budget.release(1, n)
-	if err != nil {
-		return ID{}, c.fail(ev, c.sendError(ctx, msg.Key, pt.idx, err))
-	}
-	c.health.acks.Add(1)
-	id := ID{Cluster: c.name, Partition: pt.idx, MessageID: mid}
-	if ev != nil {
-		ev.ID = id
-		c.end(ev)
-	}
-	return id, nil
+	return ID{}, &SendError{Key: msg.Key, Cluster: f.part.c.name, Partition: f.part.idx, Cause: ctx.Err()}
 }
 
 // SendAsync hands msg to its partition's writer, which batches it, and
-// returns; cb (which may be nil) gets the outcome exactly once. ctx bounds
-// only the hand-over: waiting for buffer space when the cluster's share is
-// full. Once accepted, the message is bounded by the send timeout. When the
-// hand-over fails (nil or closed producer, ctx ended), cb runs on the
-// caller's goroutine before SendAsync returns.
+// returns; cb (which may be nil) gets the outcome exactly once, on the
+// cluster's callback goroutine, after the callbacks of the messages of the
+// same key handed over before it. ctx bounds only the hand-over: waiting
+// for buffer space when the cluster's share is full. Once the writer has
+// the message, the message is bounded by the send timeout. A message that
+// fails before (closed producer, ctx ended, cluster down, buffer full)
+// gets a not-written error (NotWritten) through cb in the same order. A
+// nil message or a nil Producer calls cb on the caller's goroutine: they
+// have no key to order by.
 func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
-	if msg == nil {
+	if p == nil || msg == nil {
 		if cb != nil {
-			cb(ID{}, nil, &SendError{Err: ErrNilMessage})
-		}
-		return
-	}
-	if !p.enter() {
-		if cb != nil {
-			cb(ID{}, msg, &SendError{Key: msg.Key, Err: ErrClosed})
-		}
-		return
-	}
-	c, pt, err := p.pick(ctx, msg.Key)
-	n := cost(msg)
-	f := new(inflight)
-	ev, props := p.observe(ctx, OpSendAsync, c, pt, msg, n)
-	if err == nil {
-		err = c.budget.acquire(ctx, n, p.done, p.cfg.blockWhenFull)
-	}
-	if err != nil {
-		p.leave()
-		err = c.fail(ev, c.sendError(ctx, msg.Key, pt.idx, err))
-		if cb != nil {
+			err := &SendError{Err: ErrNilMessage, notWritten: true}
+			if p == nil {
+				err.Err = ErrNilProducer
+			}
+			if msg != nil {
+				err.Key = msg.Key
+			}
 			cb(ID{}, msg, err)
 		}
 		return
 	}
-	f.ctx, f.msg, f.cb, f.part, f.cost, f.ev = ctx, msg, cb, pt, n, ev
-	toPulsar(&f.pm, msg, props)
-	pt.add(f)
-	c.health.handed.Add(1)
-	pt.w.SendAsync(ctx, &f.pm, c.onAck)
-	p.leave()
+	f := new(inflight)
+	f.cb = cb
+	_ = p.hand(ctx, OpSendAsync, msg, f)
 }
 
 // Flush writes every batch and waits until every message handed over before
 // the call has its outcome and its callback has returned. ctx bounds the
-// wait. Errors name the clusters that did not finish.
+// wait. Errors name the clusters that did not finish. Called from a
+// Callback, Flush returns ErrInCallback.
 func (p *Producer) Flush(ctx context.Context) error {
+	if p == nil {
+		return ErrNilProducer
+	}
+	if p.onCallbackGoroutine() {
+		return ErrInCallback
+	}
 	if !p.enter() {
 		return ErrClosed
 	}
-	defer p.leave()
-	if err := p.flushWriters(ctx); err != nil {
+	barriers := make([]<-chan struct{}, len(p.clusters))
+	for i, c := range p.clusters {
+		barriers[i] = c.disp.barrier()
+	}
+	err := p.flushWriters(ctx)
+	p.leave()
+	if err != nil {
 		return err
 	}
-	for _, c := range p.clusters {
+	for i, c := range p.clusters {
 		select {
-		case <-c.disp.barrier():
+		case <-barriers[i]:
 		case <-ctx.Done():
 			return &ClusterError{Cluster: c.name, Op: "flush", Err: ctx.Err()}
 		}

@@ -49,10 +49,10 @@ func (p *Producer) SendTxnBulk(ctx context.Context, msgs []*Message, perTxn int,
 			return BulkResult{}, fmt.Errorf("message %d: %w", i, &SendError{Err: ErrNilMessage})
 		}
 	}
-	if !p.enter() {
+	if !p.enterLong() {
 		return BulkResult{}, ErrClosed
 	}
-	defer p.leave()
+	defer p.leaveLong()
 
 	// Route, and split by cluster keeping the order of msgs.
 	type routed struct {

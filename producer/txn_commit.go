@@ -11,16 +11,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
-// sendAlone is the DeliverAt of every transactional message. pulsar-client-go
-// v0.21.0 batches a message only when its DeliverAt has UnixNano() < 0 (the
-// zero time), and sets a delivery time only when UnixNano() > 0; the Unix
-// epoch (exactly 0) therefore sends the message on its own, with no
-// delivery time. This matters because the batch container puts the
-// transaction of a batch's first message on the whole batch
-// (internal/batch_builder.go, Add): a transactional message must never share
-// a batch with plain messages or another transaction's.
-var sendAlone = time.Unix(0, 0)
-
 // errTxnStopped cancels the hand-over of a send phase that already failed.
 var errTxnStopped = errors.New("producer: transaction send phase stopped")
 
@@ -95,10 +85,10 @@ func (p *Producer) commitTxn(ctx context.Context, cfg *txnCfg, msgs []stagedMsg)
 	if len(msgs) == 0 {
 		return TxnResult{}, nil
 	}
-	if !p.enter() {
+	if !p.enterLong() {
 		return TxnResult{}, &TxnAbortError{Err: ErrClosed}
 	}
-	defer p.leave()
+	defer p.leaveLong()
 	p.observeTxn(ctx, msgs)
 	for try := 0; ; try++ {
 		res, retry, err := p.attempt(ctx, cfg, msgs)
@@ -111,11 +101,22 @@ func (p *Producer) commitTxn(ctx context.Context, cfg *txnCfg, msgs []stagedMsg)
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			err = fmt.Errorf("%w (retry abandoned: %w)", err, ctx.Err())
+			err = abandonRetry(err, ctx.Err())
 			p.txnDone(msgs, res, err)
 			return res, err
 		}
 	}
+}
+
+// abandonRetry adds to a retryable commit error that its retry was
+// abandoned because ctx ended, keeping the *TxnAbortError on top (so that
+// NotWritten still sees that nothing was written).
+func abandonRetry(err, cause error) error {
+	if tae, ok := err.(*TxnAbortError); ok {
+		return &TxnAbortError{MaybeVisible: tae.MaybeVisible,
+			Err: errors.Join(tae.Err, fmt.Errorf("retry abandoned: %w", cause))}
+	}
+	return fmt.Errorf("%w (retry abandoned: %w)", err, cause)
 }
 
 // retryBackoff is the pause before retry try+1: 50ms, 100ms, 200ms, ... up
@@ -144,15 +145,15 @@ func (p *Producer) attempt(ctx context.Context, cfg *txnCfg, msgs []stagedMsg) (
 		if abandoned != nil {
 			// ctx ended with sends in flight: the aborts wait for them
 			// (pulsar-client-go's Abort waits for the transaction's
-			// outstanding sends), so they run in the background. Close
-			// waits for them: the sends end at their ack or send timeout,
-			// the aborts by the transaction timeout.
-			p.active.Add(1)
-			go func() {
-				defer p.active.Add(-1)
+			// outstanding sends), so they run in the background, and
+			// which clusters hold written messages is not known yet.
+			// Close waits for them: the sends end at their ack, their
+			// send timeout or Close, the aborts by the transaction
+			// timeout or Close.
+			p.goBG(func() {
 				abandoned()
 				p.abortAll(context.WithoutCancel(ctx), plan, deadline, nil)
-			}()
+			})
 			return TxnResult{}, false, &TxnAbortError{MaybeVisible: handedNames(plan), Err: err}
 		}
 		retry = ctx.Err() == nil && !p.closed.Load() && len(maybeVisible(plan)) == 0
@@ -180,7 +181,7 @@ func (p *Producer) attempt(ctx context.Context, cfg *txnCfg, msgs []stagedMsg) (
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := bounded(ctx, deadline, func() error { return tc.txn.Commit(cctx) }); err != nil {
+			if err := p.bounded(ctx, deadline, func() error { return tc.txn.Commit(cctx) }); err != nil {
 				errs[i] = &ClusterError{Cluster: tc.c.name, Op: "commit transaction", Err: err}
 			}
 		}()
@@ -212,10 +213,15 @@ func (p *Producer) attempt(ctx context.Context, cfg *txnCfg, msgs []stagedMsg) (
 // ErrTxnOutcomeUnknown (and ctx.Err()) when ctx ends or deadline passes
 // first. pulsar-client-go retries a transaction call for as long as the
 // coordinator's connection is down and ignores the ctx meanwhile, so this
-// is the only way to bound it; fn is left to finish on its own.
-func bounded(ctx context.Context, deadline time.Time, fn func() error) error {
+// is the only way to bound it; fn is left to finish on its own, and Close
+// waits for it (it ends when Close closes the clients). Once the Producer
+// is closing, bounded starts no call and returns ErrClosed.
+func (p *Producer) bounded(ctx context.Context, deadline time.Time, fn func() error) error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
 	ch := make(chan error, 1)
-	go func() { ch <- fn() }()
+	p.goBG(func() { ch <- fn() })
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
@@ -250,7 +256,7 @@ func (p *Producer) beginAll(ctx context.Context, cfg *txnCfg, plan []*txnCluster
 	)
 	for _, tc := range plan {
 		wg.Add(1)
-		go func() {
+		p.goBG(func() {
 			defer wg.Done()
 			t, err := tc.c.link.newTxn(cfg.timeout)
 			mu.Lock()
@@ -268,7 +274,7 @@ func (p *Producer) beginAll(ctx context.Context, cfg *txnCfg, plan []*txnCluster
 				tc.txn = t
 			}
 			mu.Unlock()
-		}()
+		})
 	}
 	if p.wait(ctx, deadline, &wg) {
 		if err := errors.Join(errs...); err != nil {
@@ -350,7 +356,7 @@ func (p *Producer) endAllEmpty(ctx context.Context, deadline time.Time, plan []*
 // answer until ctx ends or deadline passes.
 func (p *Producer) endEmpty(ctx context.Context, deadline time.Time, c *cluster, t pulsar.Transaction) {
 	cctx := context.WithoutCancel(ctx)
-	if err := bounded(ctx, deadline, func() error { return t.Commit(cctx) }); err != nil && p.cfg.logger != nil {
+	if err := p.bounded(ctx, deadline, func() error { return t.Commit(cctx) }); err != nil && p.cfg.logger != nil {
 		p.cfg.logger.Warn("ending an empty transaction failed; the broker ends it at its timeout",
 			"cluster", c.name, "err", err)
 	}
@@ -364,6 +370,8 @@ func (p *Producer) endEmpty(ctx context.Context, deadline time.Time, c *cluster,
 // with abandoned set: calling abandoned waits for the outstanding outcomes.
 func (p *Producer) sendAll(ctx context.Context, plan []*txnCluster, msgs []stagedMsg, ids []ID) (abandoned func(), err error) {
 	sctx, cancel := context.WithCancelCause(ctx)
+	// Close stops the send phase: the writers are about to close.
+	stopOnClose := context.AfterFunc(p.closing, func() { cancel(ErrClosed) })
 	var (
 		once  sync.Once
 		first error
@@ -378,19 +386,23 @@ func (p *Producer) sendAll(ctx context.Context, plan []*txnCluster, msgs []stage
 	for _, tc := range plan {
 		for _, tp := range tc.parts {
 			wg.Add(1)
-			go func() {
+			p.goBG(func() {
 				defer wg.Done()
 				p.sendPart(ctx, sctx, tc, tp, msgs, ids, &wg, fail)
-			}()
+			})
 		}
 	}
 	if !p.wait(ctx, time.Time{}, &wg) {
 		fail(ctx.Err())
 		return func() {
-			wg.Wait()
+			// Messages dropped by a writer that Close closed never
+			// report: stop waiting for them then.
+			waitGroup(p.closing, &wg)
+			stopOnClose()
 			cancel(nil)
 		}, ctx.Err()
 	}
+	stopOnClose()
 	cancel(nil)
 	if first == nil {
 		return nil, nil
@@ -408,7 +420,13 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 	// Messages of this partition handed over before Commit are written
 	// first, so that a key's order holds across plain and transactional
 	// messages (transactional ones are not batched and would overtake).
-	if err := pt.w.FlushWithCtx(sctx); err != nil {
+	if !p.enter() {
+		fail(c.sendError(ctx, tp.key(msgs), pt.idx, ErrClosed, true))
+		return
+	}
+	err := pt.w.FlushWithCtx(sctx)
+	p.leave()
+	if err != nil {
 		if sctx.Err() == nil {
 			fail(&ClusterError{Cluster: c.name, Op: "flush before transaction", Err: err})
 		}
@@ -419,10 +437,15 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 			return
 		}
 		m := &msgs[i]
-		if err := c.budget.acquire(sctx, m.n, p.done, true); err != nil {
+		if err := c.budget.acquire(sctx, m.n, p.done, true, p.onCallbackGoroutine); err != nil {
 			if sctx.Err() == nil || ctx.Err() != nil {
-				fail(c.sendError(ctx, m.msg.Key, pt.idx, err))
+				fail(c.sendError(ctx, m.msg.Key, pt.idx, err, true))
 			}
+			return
+		}
+		if !p.enter() {
+			c.budget.release(1, m.n)
+			fail(c.sendError(ctx, m.msg.Key, pt.idx, ErrClosed, true))
 			return
 		}
 		pm := &pulsar.ProducerMessage{Transaction: tc.txn, DeliverAt: sendAlone}
@@ -438,7 +461,7 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 				if !errors.Is(err, pulsar.ErrTransaction) {
 					tc.maybeWritten.Store(true)
 				}
-				fail(c.sendError(ctx, m.msg.Key, pt.idx, err))
+				fail(c.sendError(ctx, m.msg.Key, pt.idx, err, false))
 			} else {
 				tc.maybeWritten.Store(true)
 				c.health.acks.Add(1)
@@ -446,8 +469,13 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 			}
 			wg.Done()
 		})
+		p.leave()
 	}
 }
+
+// key returns the key of the partition's first message, for errors that
+// concern the partition as a whole.
+func (tp *txnPart) key(msgs []stagedMsg) string { return msgs[tp.msgs[0]].msg.Key }
 
 // abortAll ends every begun transaction of plan after a failure before the
 // first commit: an abort where a message may have been written, an empty
@@ -455,8 +483,26 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 // the answers until ctx ends or deadline passes (see bounded); the calls
 // themselves go on regardless of ctx, since an abort cut short would leave
 // the transaction open, and the touched partitions' consumers waiting,
-// until the transaction timeout.
+// until the transaction timeout. When ctx has already ended, it does not
+// wait at all (a wait bounded by an ended ctx would report every abort as
+// unanswered before it was even sent): the calls run in the background,
+// Close waits for them, and a failure is logged.
 func (p *Producer) abortAll(ctx context.Context, plan []*txnCluster, deadline time.Time, cause error) *TxnAbortError {
+	res := &TxnAbortError{MaybeVisible: maybeVisible(plan), Err: cause}
+	if ctx.Err() != nil {
+		bg := context.WithoutCancel(ctx)
+		p.goBG(func() { p.endAll(bg, plan, deadline) })
+		return res
+	}
+	if errs := p.endAll(ctx, plan, deadline); len(errs) > 0 {
+		res.Err = errors.Join(append([]error{cause}, errs...)...)
+	}
+	return res
+}
+
+// endAll ends plan's begun transactions (see abortAll) and returns the
+// errors of the aborts that failed, logging them.
+func (p *Producer) endAll(ctx context.Context, plan []*txnCluster, deadline time.Time) []error {
 	actx := context.WithoutCancel(ctx)
 	errs := make([]error, len(plan))
 	var wg sync.WaitGroup
@@ -471,7 +517,7 @@ func (p *Producer) abortAll(ctx context.Context, plan []*txnCluster, deadline ti
 				p.endEmpty(ctx, deadline, tc.c, tc.txn)
 				return
 			}
-			if err := bounded(ctx, deadline, func() error { return tc.txn.Abort(actx) }); err != nil {
+			if err := p.bounded(ctx, deadline, func() error { return tc.txn.Abort(actx) }); err != nil {
 				errs[i] = &ClusterError{Cluster: tc.c.name, Op: "abort transaction", Err: err}
 				if p.cfg.logger != nil {
 					p.cfg.logger.Warn("aborting a transaction failed; the broker aborts it at its timeout",
@@ -481,7 +527,13 @@ func (p *Producer) abortAll(ctx context.Context, plan []*txnCluster, deadline ti
 		}()
 	}
 	wg.Wait()
-	return &TxnAbortError{MaybeVisible: maybeVisible(plan), Err: errors.Join(append([]error{cause}, errs...)...)}
+	var failed []error
+	for _, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	return failed
 }
 
 func maybeVisible(plan []*txnCluster) []string {

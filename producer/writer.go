@@ -25,6 +25,9 @@ type writer interface {
 type link struct {
 	writers []writer
 	close   func()
+	// probe makes a broker round trip that writes nothing (a topic
+	// lookup), for the health monitor; nil: never probe.
+	probe func() error
 	// newTxn begins a Pulsar transaction on the cluster; nil when the
 	// cluster's client has transactions off.
 	newTxn func(timeout time.Duration) (pulsar.Transaction, error)

@@ -1,0 +1,73 @@
+package producer
+
+// Everything the SDK relies on about pulsar-client-go beyond its documented
+// API is in this file, each point with the place in pulsar-client-go it
+// depends on. internals_test.go fails when the pulsar-client-go in the
+// build is not the version these were checked against (pulsarClientGo),
+// and e2e/producer checks them against a real broker.
+
+import (
+	"context"
+	"errors"
+	"time"
+	"unsafe"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// pulsarClientGo is the pulsar-client-go version whose internals this file
+// was checked against. Moving to another version means reading each point
+// below in the new source again, then changing this.
+const pulsarClientGo = "v0.21.0"
+
+// inflightOf returns the inflight whose pm field pm is. pulsar-client-go
+// hands every callback the *ProducerMessage it was given (v0.21.0: the
+// sendRequest keeps the caller's pointer in its msg field, for validation
+// failures, batches, chunks, timeouts and close alike), and the SDK only
+// ever gives it &f.pm, where pm is the first field of f: so the pointer is
+// also a pointer to f, inside the same allocation.
+func inflightOf(pm *pulsar.ProducerMessage) *inflight {
+	return (*inflight)(unsafe.Pointer(pm))
+}
+
+// sendAlone is the DeliverAt of every transactional message. pulsar-client-go
+// v0.21.0 batches a message only when its DeliverAt has UnixNano() < 0 (the
+// zero time), and sets a delivery time only when UnixNano() > 0; the Unix
+// epoch (exactly 0) therefore sends the message on its own, with no
+// delivery time. This matters because the batch container puts the
+// transaction of a batch's first message on the whole batch
+// (internal/batch_builder.go, Add): a transactional message must never share
+// a batch with plain messages or another transaction's.
+var sendAlone = time.Unix(0, 0)
+
+// notSent reports whether err, an error pulsar-client-go reported for one
+// message, means that the message never left the client. In v0.21.0 these
+// come from the checks in internalSendAsync and validateMsg, before the
+// message is queued (producer_partition.go, reserveSemaphore and reserveMem
+// for ErrContextExpired, the ctx.Err() checks before dataChan), or from a
+// batch that could not take it (ErrFailAddToBatch); the caller's ctx is not
+// consulted once the message is queued. ErrProducerClosed is not among
+// them: failPendingMessages also fails messages already written with it.
+// Any other error leaves the outcome unknown: ErrSendTimeout fails
+// messages of the pending queue, which may have reached the broker.
+func notSent(err error) bool {
+	for _, e := range notSentErrs {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+var notSentErrs = []error{
+	context.Canceled,
+	context.DeadlineExceeded,
+	pulsar.ErrContextExpired,
+	pulsar.ErrMessageTooLarge,
+	pulsar.ErrInvalidMessage,
+	pulsar.ErrSchema,
+	pulsar.ErrTransaction,
+	pulsar.ErrFailAddToBatch,
+	pulsar.ErrMemoryBufferIsFull,
+	pulsar.ErrSendQueueIsFull,
+}
