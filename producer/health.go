@@ -41,8 +41,8 @@ func (d DownPolicy) String() string {
 
 // Defaults for cluster health.
 const (
-	DefaultDownAfter  = 3 * time.Second
-	DefaultDownWait   = 10 * time.Second
+	DefaultDownAfter = 3 * time.Second
+	DefaultDownWait  = 10 * time.Second
 	// DefaultDownProbeInterval is how often a down cluster is probed.
 	DefaultDownProbeInterval = time.Second
 )

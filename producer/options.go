@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
 )
 
 // Codec is a Pulsar compression codec.
@@ -71,6 +73,7 @@ type cfg struct {
 	downWait         time.Duration
 	probeEvery       time.Duration
 	blockWhenFull    bool
+	configureClient  func(cluster string, o *pulsar.ClientOptions)
 }
 
 func defaultCfg() cfg {
@@ -179,3 +182,16 @@ func Transactions(on bool) Opt { return optFunc(func(c *cfg) { c.transactions = 
 // space until their ctx ends (true, the default), or fail at once with
 // ErrBufferFull (false).
 func BlockWhenFull(on bool) Opt { return optFunc(func(c *cfg) { c.blockWhenFull = on }) }
+
+// ConfigureClient lets fn adjust each cluster's pulsar-client-go client
+// options before the client is made: fn gets the cluster's name and the
+// options the topology and the other options produced. Use it for what
+// the Producer has no option for, e.g. MetricsRegisterer to put
+// pulsar-client-go's Prometheus collectors in a registry of your own.
+// Every client's metrics carry a "cluster" label with the cluster's name
+// (added to CustomMetricsLabels), so that the N clients' series stay
+// apart; fn may add labels but must keep the same label names for every
+// cluster (Prometheus refuses collectors whose label names differ).
+func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
+	return optFunc(func(c *cfg) { c.configureClient = fn })
+}

@@ -15,30 +15,30 @@ type ReasonCode uint8
 
 // Reason codes. Reason(err) returns one of them.
 const (
-	ReasonNone             ReasonCode = iota // err is nil
-	ReasonOther                              // an error the SDK does not classify
-	ReasonNilProducer                        // ErrNilProducer
-	ReasonNilMessage                         // ErrNilMessage
-	ReasonBadMessage                         // ErrBadMessage
-	ReasonClosed                             // ErrClosed
-	ReasonClusterDown                        // ErrClusterDown
-	ReasonBufferFull                         // ErrBufferFull
-	ReasonInCallback                         // ErrInCallback
-	ReasonCanceled                           // the ctx was canceled
-	ReasonDeadlineExceeded                   // the ctx's deadline passed
-	ReasonSendTimeout                        // ErrSendTimeout
-	ReasonMessageTooLarge                    // ErrMessageTooLarge
-	ReasonBroker                             // pulsar-client-go or the broker reported another error
-	ReasonBadOption                          // ErrBadOption, ErrNoTopic
-	ReasonBadTopology                        // ErrBadTopology
-	ReasonConnect                            // ErrConnect
-	ReasonTxnDisabled                        // ErrTxnDisabled
-	ReasonTxnTooLarge                        // ErrTxnTooLarge
-	ReasonTxnCrossCluster                    // ErrTxnCrossCluster
-	ReasonTxnDone                            // ErrTxnDone
-	ReasonTxnPartialCommit                   // a *PartialCommitError
-	ReasonTxnOutcomeUnknown                  // ErrTxnOutcomeUnknown
-	ReasonTxnAborted                         // ErrTxnAborted, for another cause than those above
+	ReasonNone              ReasonCode = iota // err is nil
+	ReasonOther                               // an error the SDK does not classify
+	ReasonNilProducer                         // ErrNilProducer
+	ReasonNilMessage                          // ErrNilMessage
+	ReasonBadMessage                          // ErrBadMessage
+	ReasonClosed                              // ErrClosed
+	ReasonClusterDown                         // ErrClusterDown
+	ReasonBufferFull                          // ErrBufferFull
+	ReasonInCallback                          // ErrInCallback
+	ReasonCanceled                            // the ctx was canceled
+	ReasonDeadlineExceeded                    // the ctx's deadline passed
+	ReasonSendTimeout                         // ErrSendTimeout
+	ReasonMessageTooLarge                     // ErrMessageTooLarge
+	ReasonBroker                              // pulsar-client-go or the broker reported another error
+	ReasonBadOption                           // ErrBadOption, ErrNoTopic
+	ReasonBadTopology                         // ErrBadTopology
+	ReasonConnect                             // ErrConnect
+	ReasonTxnDisabled                         // ErrTxnDisabled
+	ReasonTxnTooLarge                         // ErrTxnTooLarge
+	ReasonTxnCrossCluster                     // ErrTxnCrossCluster
+	ReasonTxnDone                             // ErrTxnDone
+	ReasonTxnPartialCommit                    // a *PartialCommitError
+	ReasonTxnOutcomeUnknown                   // ErrTxnOutcomeUnknown
+	ReasonTxnAborted                          // ErrTxnAborted, for another cause than those above
 )
 
 var reasonNames = [...]string{

@@ -108,6 +108,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 			sendTimeout:      int64(c.sendTimeout),
 			logger:           c.logger,
 			transactions:     c.transactions,
+			configure:        c.configureClient,
 		}
 		wg.Add(1)
 		go func() {

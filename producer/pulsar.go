@@ -33,6 +33,7 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 	if wc.logger != nil {
 		opts.Logger = plog.NewLoggerWithSlog(wc.logger.With("cluster", cl.Name))
 	}
+	clientOptions(&opts, cl.Name, wc.configure)
 	client, err := pulsar.NewClient(opts)
 	if err != nil {
 		return nil, err
@@ -96,3 +97,20 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]
 
 // errNoWriters guards against a connector returning an empty link.
 var errNoWriters = errors.New("no partition writers")
+
+// clientOptions labels the client's metrics with its cluster and applies
+// the user's ConfigureClient. pulsar-client-go v0.21.0 registers every
+// client's collectors in one registerer, with the labels as const labels:
+// without a label per cluster the N clients would share (and add up in)
+// the same series.
+func clientOptions(o *pulsar.ClientOptions, cluster string, configure func(string, *pulsar.ClientOptions)) {
+	labels := make(map[string]string, len(o.CustomMetricsLabels)+1)
+	for k, v := range o.CustomMetricsLabels {
+		labels[k] = v
+	}
+	labels["cluster"] = cluster
+	o.CustomMetricsLabels = labels
+	if configure != nil {
+		configure(cluster, o)
+	}
+}

@@ -46,6 +46,7 @@ type writerConfig struct {
 	sendTimeout      int64        // nanoseconds
 	logger           *slog.Logger // nil: no logs
 	transactions     bool
+	configure        func(cluster string, o *pulsar.ClientOptions) // nil: none
 }
 
 // connector opens one cluster.
