@@ -115,6 +115,9 @@ type ClusterHealth struct {
 
 // Health returns every cluster's state, in topology order.
 func (p *Producer) Health() []ClusterHealth {
+	if p == nil {
+		return nil
+	}
 	out := make([]ClusterHealth, len(p.clusters))
 	for i, c := range p.clusters {
 		c.health.mu.Lock()

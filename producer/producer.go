@@ -153,6 +153,9 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 
 // Clusters returns the cluster names in topology order.
 func (p *Producer) Clusters() []string {
+	if p == nil {
+		return nil
+	}
 	names := make([]string, len(p.clusters))
 	for i, c := range p.clusters {
 		names[i] = c.name
@@ -161,8 +164,12 @@ func (p *Producer) Clusters() []string {
 }
 
 // Placement returns the cluster and partition that messages with key go to.
-// It is meaningless for the empty key (keyless messages are spread).
+// It is meaningless for the empty key (keyless messages are spread). A nil
+// Producer returns "" and -1.
 func (p *Producer) Placement(key string) (cluster string, partition int) {
+	if p == nil {
+		return "", -1
+	}
 	h := router.Hash(key)
 	c := p.clusters[p.router.Cluster(h)]
 	return c.name, router.Partition(h, len(c.parts))
@@ -171,6 +178,9 @@ func (p *Producer) Placement(key string) (cluster string, partition int) {
 // Partitions returns the partition count of the topic on each cluster, in
 // topology order.
 func (p *Producer) Partitions() []int {
+	if p == nil {
+		return nil
+	}
 	n := make([]int, len(p.clusters))
 	for i, c := range p.clusters {
 		n[i] = len(c.parts)

@@ -95,6 +95,9 @@ type TxnResult struct {
 // made without Transactions(true), ErrBadOption for a bad TxnOpt and
 // ErrClosed when the Producer is closed.
 func (p *Producer) BeginTxn(opts ...TxnOpt) (*Txn, error) {
+	if p == nil {
+		return nil, ErrNilProducer
+	}
 	cfg, err := p.txnCfg(opts)
 	if err != nil {
 		return nil, err
@@ -122,6 +125,9 @@ func (p *Producer) txnCfg(opts []TxnOpt) (txnCfg, error) {
 // are Commit's (see TxnRetries). ctx is passed to fn and bounds the commit
 // as it bounds Commit.
 func (p *Producer) RunInTxn(ctx context.Context, fn func(ctx context.Context, tx *Txn) error, opts ...TxnOpt) error {
+	if p == nil {
+		return ErrNilProducer
+	}
 	tx, err := p.BeginTxn(opts...)
 	if err != nil {
 		return err

@@ -37,6 +37,9 @@ type BulkResult struct {
 // bounds each Commit. TxnMaxMessages and TxnSingleCluster do not apply;
 // BeforeCommit runs once per transaction, possibly concurrently.
 func (p *Producer) SendTxnBulk(ctx context.Context, msgs []*Message, perTxn int, opts ...TxnOpt) (BulkResult, error) {
+	if p == nil {
+		return BulkResult{}, ErrNilProducer
+	}
 	cfg, err := p.txnCfg(opts)
 	if err != nil {
 		return BulkResult{}, err

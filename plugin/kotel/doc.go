@@ -36,10 +36,10 @@
 // server.address and server.port (the first host of the cluster's service
 // URL) and keyroute.cluster (the cluster name).
 //
-// error.type is a short name for the SDK's sentinels and the ctx errors
-// ("send_timeout", "closed", "message_too_large", "nil_message",
-// "context_deadline_exceeded", "context_canceled") and otherwise the Go
-// type of the underlying cause, as semconv.ErrorType names it.
+// error.type is the name of the error's producer.Reason code
+// ("send_timeout", "closed", "cluster_down", "deadline_exceeded",
+// "canceled", ...), and for an error the SDK has no code for, the Go type
+// of the underlying cause, as semconv.ErrorType names it.
 //
 // # Propagation
 //

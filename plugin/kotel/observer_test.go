@@ -66,11 +66,12 @@ func TestErrorType(t *testing.T) {
 		{"send timeout", &producer.SendError{Err: producer.ErrSendTimeout, Cause: pulsar.ErrSendTimeout}, "send_timeout"},
 		{"closed", &producer.SendError{Err: producer.ErrClosed}, "closed"},
 		{"too large", &producer.SendError{Err: producer.ErrMessageTooLarge, Cause: pulsar.ErrMessageTooLarge}, "message_too_large"},
-		{"deadline", &producer.SendError{Cause: context.DeadlineExceeded}, "context_deadline_exceeded"},
-		{"canceled", &producer.SendError{Cause: context.Canceled}, "context_canceled"},
+		{"deadline", &producer.SendError{Cause: context.DeadlineExceeded}, "deadline_exceeded"},
+		{"canceled", &producer.SendError{Cause: context.Canceled}, "canceled"},
 		{"other cause", &producer.SendError{Cause: fmt.Errorf("wrapped: %w", &myErr{})}, "*kotel_test.myErr"},
 		{"bare", errors.New("x"), "*errors.errorString"},
-		{"new sentinel", &producer.SendError{Err: errors.New("producer: cluster down (all brokers)")}, "cluster_down"},
+		{"cluster down", &producer.SendError{Err: producer.ErrClusterDown}, "cluster_down"},
+		{"in callback", producer.ErrInCallback, "in_callback"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)

@@ -1,0 +1,275 @@
+package producer_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keyroute/keyroute/producer"
+)
+
+// trail records outcomes in the order they were reported.
+type trail struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (tr *trail) add(s string) {
+	tr.mu.Lock()
+	tr.got = append(tr.got, s)
+	tr.mu.Unlock()
+}
+
+func (tr *trail) list() []string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return append([]string(nil), tr.got...)
+}
+
+func (tr *trail) cb(name string, done *sync.WaitGroup) producer.Callback {
+	done.Add(1)
+	return func(producer.ID, *producer.Message, error) {
+		tr.add(name)
+		done.Done()
+	}
+}
+
+// Issue 12, finding 2: a failure before acceptance was called back inline,
+// ahead of the key's earlier messages still in flight.
+func TestFailuresBeforeAcceptanceKeepCallOrder(t *testing.T) {
+	bed := newFakeBed(1)
+	bed.modes["c1"] = ackManual
+	p := newProducer(t, bed, 1)
+	dead, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	var tr trail
+	var wg sync.WaitGroup
+	p.SendAsync(context.Background(), &producer.Message{Key: "k", Value: []byte("m0")}, tr.cb("m0", &wg))
+	p.SendAsync(dead, &producer.Message{Key: "k", Value: []byte("m1")}, tr.cb("m1", &wg))
+	p.SendAsync(context.Background(), &producer.Message{Key: "k", Value: []byte("m2")}, tr.cb("m2", &wg))
+	sent := make(chan error, 1)
+	go func() {
+		_, err := p.Send(dead, &producer.Message{Key: "k", Value: []byte("m3")})
+		tr.add("m3")
+		sent <- err
+	}()
+	require.Never(t, func() bool { return len(tr.list()) > 0 }, 50*time.Millisecond, time.Millisecond,
+		"nothing is reported before m0's outcome")
+	bed.writer("c1", 0).ack()
+	wg.Wait()
+	err := <-sent
+	assert.Equal(t, []string{"m0", "m1", "m2", "m3"}, tr.list())
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.True(t, producer.NotWritten(err))
+	assert.Equal(t, producer.ReasonCanceled, producer.Reason(err))
+}
+
+// Issue 12, findings 6 and 7: a Send whose ctx ends after hand-over said
+// "may be written" with the same error as "not written", and gave its
+// budget back while pulsar-client-go still held the message.
+func TestSendCtxEndingAfterHandOverIsUnknownAndKeepsBudget(t *testing.T) {
+	bed := newFakeBed(1)
+	bed.modes["c1"] = ackManual
+	p := newProducer(t, bed, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := p.Send(ctx, &producer.Message{Key: "k", Value: []byte("v")})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.False(t, producer.NotWritten(err), "the writer has the message: its outcome is unknown")
+	assert.Equal(t, producer.ReasonDeadlineExceeded, producer.Reason(err))
+	assert.Contains(t, err.Error(), "outcome unknown")
+	msgs, bytes := p.Held()
+	assert.EqualValues(t, 1, msgs[0], "the message holds its budget until the writer reports it")
+	assert.EqualValues(t, 2, bytes[0])
+	assert.Equal(t, []string{"k"}, bed.writer("c1", 0).keys())
+
+	bed.writer("c1", 0).ack()
+	require.Eventually(t, func() bool { m, _ := p.Held(); return m[0] == 0 }, 5*time.Second, time.Millisecond)
+}
+
+// Issue 12, finding 3: Close, Flush or a blocking SendAsync called from a
+// callback deadlocked.
+func TestCallsThatWouldWaitInACallbackFail(t *testing.T) {
+	bed := newFakeBed(1)
+	bed.modes["c1"] = ackManual
+	p := newProducer(t, bed, 1, producer.MaxPendingMessages(1))
+	type result struct{ send, flush, close, async error }
+	got := make(chan result, 1)
+	p.SendAsync(context.Background(), &producer.Message{Key: "k"}, func(producer.ID, *producer.Message, error) {
+		var r result
+		_, r.send = p.Send(context.Background(), &producer.Message{Key: "k"})
+		r.flush = p.Flush(context.Background())
+		r.close = p.Close(context.Background())
+		// The buffer (1 message) is held by the message whose callback
+		// this is: waiting for space here would wait for itself.
+		async := make(chan error, 1)
+		p.SendAsync(context.Background(), &producer.Message{Key: "k2"}, func(_ producer.ID, _ *producer.Message, err error) { async <- err })
+		go func() {
+			r.async = <-async
+			got <- r
+		}()
+	})
+	bed.writer("c1", 0).ack()
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a call made from a callback deadlocked")
+	}
+	for name, err := range map[string]error{"Send": r.send, "Flush": r.flush, "Close": r.close, "SendAsync": r.async} {
+		assert.ErrorIs(t, err, producer.ErrInCallback, name)
+		assert.Equal(t, producer.ReasonInCallback, producer.Reason(err), name)
+	}
+	assert.True(t, producer.NotWritten(r.send))
+	// Close from the callback did nothing: the producer still works.
+	bed.writer("c1", 0).auto()
+	_, err := p.Send(context.Background(), &producer.Message{Key: "k"})
+	require.NoError(t, err)
+	require.NoError(t, p.Close(context.Background()))
+}
+
+// Issue 12, finding 9: methods of a nil *Producer panicked.
+func TestNilProducer(t *testing.T) {
+	var p *producer.Producer
+	ctx := context.Background()
+	_, err := p.Send(ctx, &producer.Message{Key: "k"})
+	assert.ErrorIs(t, err, producer.ErrNilProducer)
+	assert.True(t, producer.NotWritten(err))
+	got := make(chan error, 1)
+	p.SendAsync(ctx, &producer.Message{Key: "k"}, func(_ producer.ID, _ *producer.Message, err error) { got <- err })
+	assert.ErrorIs(t, <-got, producer.ErrNilProducer)
+	p.SendAsync(ctx, &producer.Message{Key: "k"}, nil)
+	assert.ErrorIs(t, p.Flush(ctx), producer.ErrNilProducer)
+	assert.ErrorIs(t, p.Close(ctx), producer.ErrNilProducer)
+	_, err = p.BeginTxn()
+	assert.ErrorIs(t, err, producer.ErrNilProducer)
+	assert.ErrorIs(t, p.RunInTxn(ctx, func(context.Context, *producer.Txn) error { return nil }), producer.ErrNilProducer)
+	_, err = p.SendTxnBulk(ctx, nil, 1)
+	assert.ErrorIs(t, err, producer.ErrNilProducer)
+	assert.Nil(t, p.Health())
+	assert.Nil(t, p.Clusters())
+	assert.Nil(t, p.Partitions())
+	c, part := p.Placement("k")
+	assert.Equal(t, "", c)
+	assert.Equal(t, -1, part)
+}
+
+// Issue 12, finding 8: a nil Value was written as a null value.
+func TestNilValueIsEmptyNullValueIsNull(t *testing.T) {
+	bed := newFakeBed(1)
+	p := newProducer(t, bed, 1)
+	ctx := context.Background()
+	for _, m := range []*producer.Message{
+		{Key: "nil"},
+		{Key: "empty", Value: []byte{}},
+		{Key: "null", NullValue: true},
+	} {
+		_, err := p.Send(ctx, m)
+		require.NoError(t, err)
+	}
+	w := bed.writer("c1", 0)
+	w.mu.Lock()
+	values := append([][]byte(nil), w.values...)
+	w.mu.Unlock()
+	require.Len(t, values, 3)
+	assert.NotNil(t, values[0], "nil Value: an empty payload, not a null value")
+	assert.Empty(t, values[0])
+	assert.NotNil(t, values[1])
+	assert.Nil(t, values[2], "NullValue: pulsar-client-go sends a nil payload as a null value")
+
+	_, err := p.Send(ctx, &producer.Message{Key: "bad", NullValue: true, Value: []byte("x")})
+	assert.ErrorIs(t, err, producer.ErrBadMessage)
+	assert.True(t, producer.NotWritten(err))
+	assert.Contains(t, err.Error(), "NullValue")
+	assert.Len(t, w.keys(), 3, "the bad message never reached the writer")
+}
+
+// Issue 12, finding 1: a cluster marked down came back only when an ack
+// moved; under Spill, or with keyless traffic only, nothing went to it
+// once its pending messages had timed out, so it stayed down for ever.
+func TestDownClusterComesBackByProbe(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		policy  producer.DownPolicy
+		keyless bool
+	}{
+		{"spill, keyed traffic", producer.Spill, false},
+		{"fail fast, keyless traffic", producer.FailFast, true},
+		{"wait up, keyless traffic", producer.WaitUp, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bed := newFakeBed(1)
+			bed.modes["c2"] = ackManual
+			const every = 10 * time.Millisecond
+			p := newProducer(t, bed, 3, producer.DownAfter(50*time.Millisecond),
+				producer.OnClusterDown(tc.policy), producer.DownProbeInterval(every))
+			bed.setProbe("c2", errors.New("no answer"))
+			stall(t, bed, p)
+			// The pending message times out: c2 holds nothing, and nothing
+			// new goes to it.
+			bed.writer("c2", 0).fail(pulsar.ErrSendTimeout)
+			traffic := func() {
+				key := ""
+				if !tc.keyless {
+					key = keysWhere(p, "c2", true, 1)[0]
+				}
+				_, err := sendErr(p, key)
+				require.NoError(t, err)
+			}
+			for range 20 {
+				traffic()
+			}
+			require.Eventually(t, func() bool { bed.mu.Lock(); defer bed.mu.Unlock(); return bed.probed["c2"] >= 3 },
+				5*time.Second, time.Millisecond, "a down cluster is probed")
+			assert.False(t, p.Health()[1].Up, "failed probes keep it down")
+
+			bed.setProbe("c2", nil)
+			bed.writer("c2", 0).auto()
+			require.Eventually(t, func() bool { traffic(); return p.Health()[1].Up }, 5*time.Second, time.Millisecond)
+			key := keysWhere(p, "c2", true, 1)[0]
+			id, err := p.Send(context.Background(), &producer.Message{Key: key})
+			require.NoError(t, err)
+			assert.Equal(t, "c2", id.Cluster, "its keys go home")
+		})
+	}
+}
+
+// Issue 12, finding 6: Close spun on calls in progress, ignoring its ctx.
+func TestCloseHonoursCtxWhileACommitHangs(t *testing.T) {
+	bed := newTxnBed(1)
+	p := newTxnProducer(t, bed, 1, producer.SendTimeout(time.Hour))
+	hang := make(chan struct{})
+	bed.beginHang["c1"] = hang
+	committed := make(chan error, 1)
+	go func() {
+		committed <- p.RunInTxn(context.Background(), func(_ context.Context, tx *producer.Txn) error {
+			return tx.Send(&producer.Message{Key: "k"})
+		}, producer.TxnTimeout(time.Hour))
+	}()
+	require.Eventually(t, func() bool {
+		bed.mu.Lock()
+		defer bed.mu.Unlock()
+		return bed.beginHang["c1"] != nil
+	}, time.Second, time.Millisecond)
+	time.Sleep(10 * time.Millisecond) // let the commit reach its begin
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close(ctx) }()
+	var err error
+	select {
+	case err = <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close ignored its ctx")
+	}
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "the begin still runs in pulsar-client-go: Close says so")
+	close(hang) // the begin answers; its goroutine ends (goleak checks)
+	require.ErrorIs(t, <-committed, producer.ErrTxnAborted)
+}
