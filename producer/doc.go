@@ -24,13 +24,48 @@
 // # Outcomes
 //
 // Every message handed to Send or SendAsync gets exactly one outcome: Send
-// returns it; SendAsync calls its callback exactly once. Callbacks never run
-// on pulsar-client-go's connection goroutines: each cluster has one callback
-// goroutine, so a slow callback delays later callbacks of that cluster only
-// and holds that cluster's share of the buffer until it returns. Callbacks
-// for messages that fail before they are accepted (closed producer, ctx
-// ended while waiting for buffer space) run on the caller's goroutine before
-// SendAsync returns.
+// returns it; SendAsync calls its callback exactly once. The path of a
+// message, in ten lines:
+//
+//	Send / SendAsync(ctx, msg, cb)
+//	  route: key -> xxhash -> cluster -> partition (router)
+//	  admit: cluster down? (OnClusterDown)  buffer share free? (waits on ctx)
+//	  refused here (ctx ended, down, full, closed): outcome = not written
+//	  else hand over: the partition's single writer (pulsar-client-go) batches it
+//	  the writer reports: ack, send timeout, close, ... (any goroutine)
+//	  the cluster's callback goroutine takes every outcome, refusals included,
+//	    and reports them per partition in hand-over order:
+//	    Observer.OnDone, then cb (or Send returns), then the buffer share is freed
+//
+// So the callbacks (and Send's returns) of one key come in the order the
+// messages were handed over, failures before acceptance included: a
+// message refused because its ctx had ended is reported after the key's
+// earlier messages still in flight, never before. Send waits for that
+// turn even when it fails before hand-over. Only a message with no key to
+// order by (nil message, nil Producer) is called back at once on the
+// caller's goroutine.
+//
+// Callbacks run on the cluster's callback goroutine, never on
+// pulsar-client-go's connection goroutines: a slow callback delays later
+// callbacks of that cluster only, and holds that cluster's share of the
+// buffer until it returns. A callback must not block for long, and must
+// not wait for other outcomes: Send, Flush and Close called from a
+// callback return ErrInCallback at once, and a SendAsync from a callback
+// that would have to wait for buffer space gets ErrInCallback (through
+// its own callback) rather than wait for the callback that holds it.
+//
+// Every error can be asked two questions. NotWritten(err): was the
+// message definitely not written, so that sending it again cannot
+// duplicate it? It is true for every refusal before hand-over and for the
+// errors pulsar-client-go reports before the message leaves the client;
+// false when the outcome is unknown (a send timeout, a Send whose ctx
+// ended after hand-over, a message failed by Close). Reason(err): a stable
+// ReasonCode to switch on or count.
+//
+// A Send whose ctx ends after hand-over returns at once with an
+// outcome-unknown error matching ctx.Err(); the message keeps its share of
+// the buffer until pulsar-client-go reports it (Observer.OnDone sees its
+// real outcome).
 //
 // # Buffering and back-pressure
 //
@@ -44,7 +79,10 @@
 // # Cluster health
 //
 // A cluster that holds messages and acknowledges none for DownAfter counts
-// as down until its next acknowledgement; Health reports the state. What
+// as down; Health reports the state. While down it is probed every
+// DownProbeInterval (a topic lookup, which writes nothing), whatever the
+// traffic: it is up again at its next acknowledgement, or, once it holds
+// no message, at its first successful probe. What
 // happens to new messages for a down cluster is the OnClusterDown policy:
 // FailFast (the default: ErrClusterDown at once), WaitUp (wait a bounded
 // time for recovery) or Spill (send to the key's next cluster, which breaks
@@ -64,4 +102,17 @@
 // Errors that concern one message are *SendError values naming the key,
 // cluster and partition; they match the sentinels in errors.go with
 // errors.Is, and a ctx that ended matches errors.Is(err, ctx.Err()).
+// NotWritten and Reason classify them (and every other error of the
+// package) without reading their text.
+//
+// # Payloads
+//
+// A nil or empty Value sends an empty payload; NullValue sends a Pulsar
+// null value (a compaction tombstone).
+//
+// # Close
+//
+// Close honours its ctx: it flushes until ctx ends, then fails what is
+// left (outcome unknown) and waits for every goroutine the Producer
+// started. A method called on a nil *Producer returns ErrNilProducer.
 package producer

@@ -47,7 +47,10 @@ func (id ID) String() string {
 }
 
 // Callback receives the outcome of a message given to SendAsync: an ID, or a
-// non-nil error. It is called exactly once per message. It runs on the
-// cluster's callback goroutine (see the package doc) and should return
-// quickly: while it runs, later callbacks of that cluster wait.
+// non-nil error (see NotWritten and Reason). It is called exactly once per
+// message, after the callbacks of the key's earlier messages. It runs on
+// the cluster's callback goroutine (see the package doc) and should return
+// quickly: while it runs, later callbacks of that cluster wait. It must
+// not wait for other outcomes: Send, Flush and Close return ErrInCallback
+// there.
 type Callback func(id ID, msg *Message, err error)

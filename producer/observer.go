@@ -56,8 +56,10 @@ type Event struct {
 // Observer sees every routed message: OnStart when it is handed over, and
 // OnDone exactly once with its outcome. Both run on hot paths and must be
 // safe for concurrent use, fast, and never block: OnDone runs on the
-// cluster's callback goroutine (before the message's callback) or, for
-// SendAsync without a callback, on the goroutine pulsar-client-go reports on.
+// cluster's callback goroutine (before the message's callback, or Send's
+// return) or, for SendAsync without a callback, on the goroutine
+// pulsar-client-go reports on (or the caller's, for a message refused
+// before hand-over).
 //
 // OnStart may return properties to send instead of the message's own
 // (ev.Properties), e.g. a copy with trace context added; it must not modify
