@@ -56,6 +56,27 @@ type txnBed struct {
 	beginHang map[string]chan struct{} // begins block until the channel is closed
 
 	held map[string][]func()
+	gone map[string]chan struct{} // closed when the cluster's client closes
+}
+
+// errClientClosed is what a fake transaction call in flight returns when
+// its client closes, as pulsar-client-go fails the requests in flight on
+// a closed connection.
+var errClientClosed = errors.New("fake: client closed")
+
+// goneLocked returns the channel closed when cluster's client closes.
+func (b *txnBed) goneLocked(cluster string) chan struct{} {
+	if b.gone[cluster] == nil {
+		b.gone[cluster] = make(chan struct{})
+	}
+	return b.gone[cluster]
+}
+
+// clientClosed is the connector's close of a cluster's client.
+func (b *txnBed) clientClosed(cluster string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	close(b.goneLocked(cluster))
 }
 
 func newTxnBed(parts int) *txnBed {
@@ -63,6 +84,7 @@ func newTxnBed(parts int) *txnBed {
 		parts: parts, txns: map[uint64]*fakeTxn{}, sends: map[string]int{},
 		beginErrs: map[string][]error{}, sendFail: map[string]sendFault{}, commitErr: map[string]error{},
 		hold: map[string]bool{}, noTxn: map[string]bool{}, held: map[string][]func(){}, hang: map[string]chan struct{}{}, beginHang: map[string]chan struct{}{},
+		gone: map[string]chan struct{}{},
 	}
 }
 
@@ -82,10 +104,14 @@ func (b *txnBed) connect(_ context.Context, cl topology.Cluster) ([]producer.Wri
 
 func (b *txnBed) begin(cluster string) (pulsar.Transaction, error) {
 	b.mu.Lock()
-	hang := b.beginHang[cluster]
+	hang, gone := b.beginHang[cluster], b.goneLocked(cluster)
 	b.mu.Unlock()
 	if hang != nil {
-		<-hang
+		select {
+		case <-hang:
+		case <-gone:
+			return nil, errClientClosed
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -164,10 +190,14 @@ var errFakeState = errors.New("fake: transaction not open")
 func (t *fakeTxn) Commit(context.Context) error {
 	b := t.bed
 	b.mu.Lock()
-	hang := b.hang[t.cluster]
+	hang, gone := b.hang[t.cluster], b.goneLocked(t.cluster)
 	b.mu.Unlock()
 	if hang != nil {
-		<-hang
+		select {
+		case <-hang:
+		case <-gone:
+			return errClientClosed
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -269,7 +299,7 @@ func (w *txnWriter) Close()                             {}
 
 func newTxnProducer(t *testing.T, bed *txnBed, clusters int, opts ...producer.Opt) *producer.Producer {
 	t.Helper()
-	opts = append([]producer.Opt{producer.Topic("t"), producer.WithTxnConnector(bed.connect), producer.Transactions(true)}, opts...)
+	opts = append([]producer.Opt{producer.Topic("t"), producer.WithTxnConnector(bed.connect, bed.clientClosed), producer.Transactions(true)}, opts...)
 	p, err := producer.New(context.Background(), topo(clusters), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close(context.Background()) })

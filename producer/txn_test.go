@@ -11,6 +11,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/keyroute/keyroute/producer"
 )
@@ -575,4 +576,51 @@ func TestSendTxnBulkStopsAtFirstFailure(t *testing.T) {
 	}
 	assert.Equal(t, 200, res.Committed+len(res.NotCommitted))
 	assert.True(t, slices.IsSorted(res.NotCommitted))
+}
+
+// Issue 12, finding 4: the goroutines left to finish a transaction call
+// (begin, commit, abort) outlived Close.
+func TestTxnCallsLeftRunningEndWithClose(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	bed := newTxnBed(1)
+	p, err := producer.New(context.Background(), topo(2), producer.Topic("t"),
+		producer.WithTxnConnector(bed.connect, bed.clientClosed), producer.Transactions(true))
+	require.NoError(t, err)
+	c := p.Clusters()
+	hang := make(chan struct{})
+	defer close(hang)
+	bed.hang[c[1]] = hang
+	tx, err := p.BeginTxn()
+	require.NoError(t, err)
+	stage(t, tx, spread(p, 2), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = tx.Commit(ctx)
+	require.ErrorIs(t, err, producer.ErrTxnOutcomeUnknown, "c2's commit never answered")
+	// The commit call still runs: Close closes the clients, which ends
+	// it, and waits for it.
+	require.NoError(t, p.Close(context.Background()))
+	assert.NoError(t, goleak.Find(before), "no goroutine of the producer's outlives Close")
+}
+
+// Issue 12, finding 4: after the ctx ended, the aborts were waited for
+// with that ended ctx, so every one was reported as unanswered
+// (ErrTxnOutcomeUnknown) before it was even sent.
+func TestTxnAbortAfterCtxEndedIsNotReportedUnanswered(t *testing.T) {
+	bed := newTxnBed(2)
+	p := newTxnProducer(t, bed, 2)
+	c := p.Clusters()
+	ctx, cancel := context.WithCancel(context.Background())
+	err := p.RunInTxn(ctx, func(_ context.Context, tx *producer.Txn) error {
+		stage(t, tx, spread(p, 2), 1)
+		return nil
+	}, producer.BeforeCommit(func(context.Context, []string) error { cancel(); return nil }))
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, producer.ErrTxnAborted)
+	assert.NotErrorIs(t, err, producer.ErrTxnOutcomeUnknown, "the aborts were not even tried when this returned")
+	var ae *producer.TxnAbortError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, c, ae.MaybeVisible)
+	require.Eventually(t, func() bool { return bed.count("abort", "") == 2 }, 5*time.Second, time.Millisecond,
+		"the aborts run to their end in the background")
 }
