@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
-
-	"github.com/apache/pulsar-client-go/pulsar"
 )
 
 // cost is what a message holds of the memory limit.
@@ -19,57 +16,12 @@ func cost(m *Message) int64 {
 	return int64(n)
 }
 
-// emptyPayload is the payload of a message with a nil Value:
-// pulsar-client-go sends a nil Payload as a null value (a tombstone).
-var emptyPayload = []byte{}
-
-func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) {
-	pm.Key = m.Key
-	pm.Payload = m.Value
-	if pm.Payload == nil && !m.NullValue {
-		pm.Payload = emptyPayload
-	}
-	pm.Properties = props
-	pm.EventTime = m.EventTime
-}
-
 // check returns an error for a message whose fields contradict each other.
 func check(m *Message) error {
 	if m.NullValue && len(m.Value) > 0 {
 		return fmt.Errorf("%w: NullValue set with a %d-byte Value", ErrBadMessage, len(m.Value))
 	}
 	return nil
-}
-
-// eventPool recycles the Events of observed messages: an Event goes back
-// to it once OnDone has returned (observers must not keep it; see
-// Observer), so that observing does not add an allocation, and its bytes,
-// to every message.
-var eventPool = sync.Pool{New: func() any { return new(Event) }}
-
-// observe starts an Event for msg when there is an observer; it returns the
-// Event (nil when not observed) and the properties to send.
-func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition, msg *Message, n int64) (*Event, map[string]string) {
-	if c.obs == nil {
-		return nil, msg.Properties
-	}
-	// Field by field: the Event is zero (see end), and copying a whole
-	// Event literal into it took a typed memmove with write barriers over
-	// every field, the most costly line of observing.
-	ev := eventPool.Get().(*Event)
-	ev.Op, ev.Topic, ev.Cluster, ev.Partition, ev.ServiceURL = op, p.cfg.topic, c.name, pt.idx, c.url
-	ev.Key, ev.Properties, ev.Bytes, ev.Start = msg.Key, msg.Properties, n, time.Now()
-	if props := c.obs.OnStart(ctx, ev); props != nil {
-		return ev, props
-	}
-	return ev, msg.Properties
-}
-
-// end tells the observer ev's outcome and recycles ev.
-func (c *cluster) end(ev *Event) {
-	c.obs.OnDone(ev)
-	*ev = Event{}
-	eventPool.Put(ev)
 }
 
 // hand routes msg, takes its budget and hands it to its partition's writer,
