@@ -32,8 +32,11 @@ check:
 	bash .ci/modules
 	python3 router/testdata/check_vectors.py
 
+# The allocation tests skip themselves under -race (the race detector
+# allocates on its own), so they run once more without it.
 unit:
 	$(GO) test -race -count=1 work
+	$(GO) test -count=1 -run 'Allocs' work
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_TOPOLOGY) ./topology/
