@@ -189,7 +189,10 @@ func (p *Producer) Partitions() []int {
 func (p *Producer) enter() bool {
 	p.handing.Add(1)
 	if !p.enterLong() {
-		p.handing.Add(-1)
+		// Close may be waiting for this count to drop: tell it.
+		if p.handing.Add(-1) == 0 {
+			p.signalIdle()
+		}
 		return false
 	}
 	return true
