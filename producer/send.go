@@ -77,11 +77,21 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, f *inflight) e
 // Linger. Close cancels the wait: pulsar-client-go v0.21.0 never answers a
 // flush still queued when its producer closes.
 func (p *Producer) flushFor(ctx context.Context, pt *partition) {
-	fctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(p.closing, cancel)
+	fctx, stop := p.untilClose(ctx)
 	_ = pt.w.FlushWithCtx(fctx) // the message's own outcome says what happened
 	stop()
-	cancel()
+}
+
+// untilClose returns a ctx that also ends when Close begins, and the func
+// that releases it. A hand-over that waits on a writer (a flush) uses it,
+// so that Close, which waits for hand-overs, never waits on a writer.
+func (p *Producer) untilClose(ctx context.Context) (context.Context, func()) {
+	fctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(p.closing, cancel)
+	return fctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // Send writes msg and waits for the broker's acknowledgement. ctx bounds the
@@ -163,7 +173,8 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 
 // Flush writes every batch and waits until every message handed over before
 // the call has its outcome and its callback has returned. ctx bounds the
-// wait. Errors name the clusters that did not finish. Called from a
+// wait. A Close that begins meanwhile ends the flush; Flush then returns
+// once Close has reported every outcome. Errors name the clusters that did not finish. Called from a
 // Callback, Flush returns ErrInCallback.
 func (p *Producer) Flush(ctx context.Context) error {
 	if p == nil {
@@ -179,9 +190,13 @@ func (p *Producer) Flush(ctx context.Context) error {
 	for i, c := range p.clusters {
 		barriers[i] = c.disp.barrier()
 	}
-	err := p.flushWriters(ctx)
+	fctx, stop := p.untilClose(ctx)
+	err := p.flushWriters(fctx)
+	stop()
 	p.leave()
-	if err != nil {
+	// Interrupted by Close: Close reports every outcome, and the barriers
+	// pass when it has.
+	if err != nil && (ctx.Err() != nil || !p.closed.Load()) {
 		return err
 	}
 	for i, c := range p.clusters {
