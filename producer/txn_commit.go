@@ -31,6 +31,10 @@ type txnCluster struct {
 
 	handed       atomic.Bool // a message was handed to a writer
 	maybeWritten atomic.Bool // a message may have been written (acked, or failed in an unknown state)
+
+	// handMu serialises the hand-overs of the transaction's messages to
+	// the writers (see "A transaction's hand-overs" in internals.go).
+	handMu sync.Mutex
 }
 
 // txnPart is one touched partition: its messages, as indexes into the

@@ -103,6 +103,7 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 		toPulsar(pm, m.msg, m.props)
 		tc.handed.Store(true)
 		wg.Add(1)
+		tc.handMu.Lock()
 		pt.w.SendAsync(sctx, pm, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 			c.budget.release(1, m.n)
 			if err != nil {
@@ -120,6 +121,7 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 			}
 			wg.Done()
 		})
+		tc.handMu.Unlock()
 		p.leave()
 	}
 }
