@@ -116,3 +116,24 @@
 // left (outcome unknown) and waits for every goroutine the Producer
 // started. A method called on a nil *Producer returns ErrNilProducer.
 package producer
+
+// The files of the package, in the order a message travels:
+//
+//	options.go    every option (Producer and transaction), defaults, validation
+//	producer.go   Producer: New, Close, the close protocol, background goroutines
+//	message.go    Message, ID, Callback
+//	route.go      key -> cluster -> partition, keyless spreading, the down policy's pick
+//	admit.go      the cluster's buffer share (budget) and what a down cluster admits
+//	health.go     cluster health: the monitor, probes, Health
+//	send.go       Send, SendAsync and the hand-over to the partition's writer; Flush
+//	write.go      the writer interface and the pulsar-client-go connector
+//	cluster.go    a cluster, its partitions and a message in flight (inflight)
+//	outcome.go    fixing a message's outcome: acks, refusals, Close's sweep, errors
+//	dispatch.go   the callback goroutine: outcomes in hand-over order, Flush barriers
+//	observer.go   Observer, Event and observing a message
+//	reason.go     NotWritten and Reason: outcome classes and codes
+//	errors.go     sentinels and error types, transactions' included
+//	internals.go  everything relied on beyond pulsar-client-go's documented API
+//	txn*.go       transactions: txn.go (Txn), txn_commit.go (the attempt), then
+//	              txn_begin.go, txn_send.go, txn_abort.go by phase, txn_bulk.go,
+//	              txn_observe.go

@@ -1,75 +1,10 @@
 package producer
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"time"
 )
-
-// DownPolicy is what happens to messages routed to a cluster that is down.
-type DownPolicy uint8
-
-// Down policies.
-const (
-	// FailFast fails new messages for a down cluster at once with
-	// ErrClusterDown. The default.
-	FailFast DownPolicy = iota
-	// WaitUp makes new messages for a down cluster wait until it is up
-	// again, at most DownWait (and their ctx), then fail with ErrClusterDown.
-	WaitUp
-	// Spill sends new messages for a down cluster to the cluster their key
-	// would go to without it (rendezvous' next choice), so they are written
-	// somewhere. THIS BREAKS PER-KEY ORDER AND PLACEMENT for those keys: a
-	// key's messages then live on two clusters, and a consumer sees them in
-	// no defined order across the two. Use it only for data where
-	// availability beats order.
-	Spill
-)
-
-func (d DownPolicy) String() string {
-	switch d {
-	case FailFast:
-		return "fail-fast"
-	case WaitUp:
-		return "wait"
-	case Spill:
-		return "spill"
-	}
-	return "DownPolicy(?)"
-}
-
-// Defaults for cluster health.
-const (
-	DefaultDownAfter = 3 * time.Second
-	DefaultDownWait  = 10 * time.Second
-	// DefaultDownProbeInterval is how often a down cluster is probed.
-	DefaultDownProbeInterval = time.Second
-)
-
-// OnClusterDown sets the policy for messages routed to a down cluster
-// (default FailFast). Keyless messages never wait or fail for a down
-// cluster: they go to an up one, whatever the policy.
-func OnClusterDown(p DownPolicy) Opt { return optFunc(func(c *cfg) { c.downPolicy = p }) }
-
-// DownAfter is how long a cluster may hold messages without a single
-// acknowledgement before it counts as down (default 3s). It is up again at
-// its next acknowledgement, or, when it holds no message, at its first
-// successful probe (see DownProbeInterval).
-func DownAfter(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downAfter = d }) }
-
-// DownProbeInterval is how often a down cluster is probed (default 1s):
-// a topic metadata lookup on the cluster's own client, a broker round trip
-// that writes nothing. A cluster that holds no message is up again at its
-// first successful probe, so recovery is seen whatever the traffic: under
-// every OnClusterDown policy, with keyless messages only, or with none. A
-// probe that gets no answer is bounded by the client's operation timeout;
-// one runs at a time per cluster.
-func DownProbeInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.probeEvery = d }) }
-
-// DownWait bounds how long a message waits for a down cluster under WaitUp
-// (default 10s).
-func DownWait(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downWait = d }) }
 
 // health is one cluster's up/down state. The completion path bumps acks;
 // the monitor goroutine reads it and flips the state; senders read down.
@@ -189,34 +124,3 @@ func (p *Producer) check(c *cluster, now time.Time) {
 		})
 	}
 }
-
-// admit decides where a message routed to c goes while c is down: c itself
-// (after waiting), another cluster (spill, keyless), or nowhere (an
-// error). The caller checked that c is down.
-func (p *Producer) admit(ctx context.Context, c *cluster, h uint64, keyless bool) (*cluster, error) {
-	if keyless || p.cfg.downPolicy == Spill {
-		if alt := p.router.ClusterExcept(h, p.isDown); alt >= 0 {
-			return p.clusters[alt], nil
-		}
-		return nil, ErrClusterDown
-	}
-	if p.cfg.downPolicy == WaitUp {
-		c.health.mu.Lock()
-		up := c.health.upCh
-		c.health.mu.Unlock()
-		t := time.NewTimer(p.cfg.downWait)
-		defer t.Stop()
-		select {
-		case <-up:
-			return c, nil
-		case <-t.C:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-p.done:
-			return nil, ErrClosed
-		}
-	}
-	return nil, ErrClusterDown
-}
-
-func (p *Producer) isDown(i int) bool { return p.clusters[i].health.down.Load() }

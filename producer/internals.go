@@ -71,3 +71,16 @@ var notSentErrs = []error{
 	pulsar.ErrMemoryBufferIsFull,
 	pulsar.ErrSendQueueIsFull,
 }
+
+// A transaction's hand-overs: the SDK hands a transaction's messages to their
+// partitions' writers one at a time (txnCluster.handMu), though the
+// partitions are written by goroutines of their own. pulsar-client-go
+// v0.21.0 registers a partition with the transaction on its first send,
+// inside SendAsync (producer_partition.go, validateMsg), and
+// transaction.registerProducerTopic reads the transaction's map of
+// registered partitions without its lock before writing it under the lock
+// (transaction_impl.go): two partitions' first sends at once are a data
+// race, and Go may end the process with "concurrent map read and map
+// write". (The same unlocked read on the ack side is
+// apache/pulsar-client-go#1536.) The registration's round trip already
+// runs under that lock, so serialising costs no parallelism.

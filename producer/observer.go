@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -81,6 +82,33 @@ type Observer interface {
 	OnDone(ev *Event)
 }
 
-// Observe sets the observer (see the plugin/kotel package for
-// OpenTelemetry). A later Observe replaces an earlier one; nil removes it.
-func Observe(o Observer) Opt { return optFunc(func(c *cfg) { c.observer = o }) }
+// eventPool recycles the Events of observed messages: an Event goes back
+// to it once OnDone has returned (observers must not keep it; see
+// Observer), so that observing does not add an allocation, and its bytes,
+// to every message.
+var eventPool = sync.Pool{New: func() any { return new(Event) }}
+
+// observe starts an Event for msg when there is an observer; it returns the
+// Event (nil when not observed) and the properties to send.
+func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition, msg *Message, n int64) (*Event, map[string]string) {
+	if c.obs == nil {
+		return nil, msg.Properties
+	}
+	// Field by field: the Event is zero (see end), and copying a whole
+	// Event literal into it took a typed memmove with write barriers over
+	// every field, the most costly line of observing.
+	ev := eventPool.Get().(*Event)
+	ev.Op, ev.Topic, ev.Cluster, ev.Partition, ev.ServiceURL = op, p.cfg.topic, c.name, pt.idx, c.url
+	ev.Key, ev.Properties, ev.Bytes, ev.Start = msg.Key, msg.Properties, n, time.Now()
+	if props := c.obs.OnStart(ctx, ev); props != nil {
+		return ev, props
+	}
+	return ev, msg.Properties
+}
+
+// end tells the observer ev's outcome and recycles ev.
+func (c *cluster) end(ev *Event) {
+	c.obs.OnDone(ev)
+	*ev = Event{}
+	eventPool.Put(ev)
+}

@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -95,34 +96,31 @@ func defaultCfg() cfg {
 }
 
 func (c *cfg) validate() error {
-	bad := func(opt string, v any, want string) error {
-		return fmt.Errorf("%w: %s(%v): %s", ErrBadOption, opt, v, want)
-	}
 	switch {
 	case c.topic == "":
 		return ErrNoTopic
 	case c.batchMaxMessages < 1:
-		return bad("BatchMaxMessages", c.batchMaxMessages, "must be >= 1")
+		return badOption("BatchMaxMessages", c.batchMaxMessages, "must be >= 1")
 	case c.batchMaxBytes < 1:
-		return bad("BatchMaxBytes", c.batchMaxBytes, "must be >= 1")
+		return badOption("BatchMaxBytes", c.batchMaxBytes, "must be >= 1")
 	case c.linger <= 0:
-		return bad("Linger", c.linger, "must be > 0")
+		return badOption("Linger", c.linger, "must be > 0")
 	case c.codec < LZ4 || c.codec > ZSTD:
-		return bad("Compression", c.codec, "unknown codec")
+		return badOption("Compression", c.codec, "unknown codec")
 	case c.maxPending < 1:
-		return bad("MaxPendingMessages", c.maxPending, "must be >= 1")
+		return badOption("MaxPendingMessages", c.maxPending, "must be >= 1")
 	case c.memoryLimit < 1:
-		return bad("MemoryLimit", c.memoryLimit, "must be >= 1")
+		return badOption("MemoryLimit", c.memoryLimit, "must be >= 1")
 	case c.sendTimeout <= 0:
-		return bad("SendTimeout", c.sendTimeout, "must be > 0")
+		return badOption("SendTimeout", c.sendTimeout, "must be > 0")
 	case c.downPolicy > Spill:
-		return bad("OnClusterDown", c.downPolicy, "unknown policy")
+		return badOption("OnClusterDown", c.downPolicy, "unknown policy")
 	case c.downAfter <= 0:
-		return bad("DownAfter", c.downAfter, "must be > 0")
+		return badOption("DownAfter", c.downAfter, "must be > 0")
 	case c.downWait <= 0:
-		return bad("DownWait", c.downWait, "must be > 0")
+		return badOption("DownWait", c.downWait, "must be > 0")
 	case c.probeEvery <= 0:
-		return bad("DownProbeInterval", c.probeEvery, "must be > 0")
+		return badOption("DownProbeInterval", c.probeEvery, "must be > 0")
 	}
 	return nil
 }
@@ -194,4 +192,187 @@ func BlockWhenFull(on bool) Opt { return optFunc(func(c *cfg) { c.blockWhenFull 
 // cluster (Prometheus refuses collectors whose label names differ).
 func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
 	return optFunc(func(c *cfg) { c.configureClient = fn })
+}
+
+// DownPolicy is what happens to messages routed to a cluster that is down.
+type DownPolicy uint8
+
+// Down policies.
+const (
+	// FailFast fails new messages for a down cluster at once with
+	// ErrClusterDown. The default.
+	FailFast DownPolicy = iota
+	// WaitUp makes new messages for a down cluster wait until it is up
+	// again, at most DownWait (and their ctx), then fail with ErrClusterDown.
+	WaitUp
+	// Spill sends new messages for a down cluster to the cluster their key
+	// would go to without it (rendezvous' next choice), so they are written
+	// somewhere. THIS BREAKS PER-KEY ORDER AND PLACEMENT for those keys: a
+	// key's messages then live on two clusters, and a consumer sees them in
+	// no defined order across the two. Use it only for data where
+	// availability beats order.
+	Spill
+)
+
+func (d DownPolicy) String() string {
+	switch d {
+	case FailFast:
+		return "fail-fast"
+	case WaitUp:
+		return "wait"
+	case Spill:
+		return "spill"
+	}
+	return "DownPolicy(?)"
+}
+
+// Defaults for cluster health.
+const (
+	DefaultDownAfter = 3 * time.Second
+	DefaultDownWait  = 10 * time.Second
+	// DefaultDownProbeInterval is how often a down cluster is probed.
+	DefaultDownProbeInterval = time.Second
+)
+
+// OnClusterDown sets the policy for messages routed to a down cluster
+// (default FailFast). Keyless messages never wait or fail for a down
+// cluster: they go to an up one, whatever the policy.
+func OnClusterDown(p DownPolicy) Opt { return optFunc(func(c *cfg) { c.downPolicy = p }) }
+
+// DownAfter is how long a cluster may hold messages without a single
+// acknowledgement before it counts as down (default 3s). It is up again at
+// its next acknowledgement, or, when it holds no message, at its first
+// successful probe (see DownProbeInterval).
+func DownAfter(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downAfter = d }) }
+
+// DownProbeInterval is how often a down cluster is probed (default 1s):
+// a topic metadata lookup on the cluster's own client, a broker round trip
+// that writes nothing. A cluster that holds no message is up again at its
+// first successful probe, so recovery is seen whatever the traffic: under
+// every OnClusterDown policy, with keyless messages only, or with none. A
+// probe that gets no answer is bounded by the client's operation timeout;
+// one runs at a time per cluster.
+func DownProbeInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.probeEvery = d }) }
+
+// DownWait bounds how long a message waits for a down cluster under WaitUp
+// (default 10s).
+func DownWait(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downWait = d }) }
+
+// Observe sets the observer (see the plugin/kotel package for
+// OpenTelemetry). A later Observe replaces an earlier one; nil removes it.
+func Observe(o Observer) Opt { return optFunc(func(c *cfg) { c.observer = o }) }
+
+// Defaults for transaction options that are not given.
+const (
+	// DefaultTxnTimeout is the Pulsar transaction timeout. Pulsar
+	// transactions begin only when Commit starts, so this bounds the commit
+	// phase, and it is how long a transaction whose commit failed keeps the
+	// touched partitions' consumers waiting before the broker aborts it.
+	DefaultTxnTimeout = time.Minute
+	// DefaultTxnMaxMessages bounds the messages staged in one transaction.
+	DefaultTxnMaxMessages = 10_000
+	// DefaultTxnMaxBytes bounds the bytes (keys, values, properties) staged
+	// in one transaction.
+	DefaultTxnMaxBytes = 16 << 20
+	// DefaultTxnRetries is how many times a commit that failed before any
+	// message could have been written is tried again.
+	DefaultTxnRetries = 2
+)
+
+// txnCfg is the validated configuration of one transaction (or of the
+// transactions of one SendTxnBulk call).
+type txnCfg struct {
+	timeout       time.Duration
+	maxMessages   int
+	maxBytes      int64
+	singleCluster bool
+	retries       int
+	beforeCommit  func(ctx context.Context, clusters []string) error
+}
+
+func defaultTxnCfg() txnCfg {
+	return txnCfg{
+		timeout:     DefaultTxnTimeout,
+		maxMessages: DefaultTxnMaxMessages,
+		maxBytes:    DefaultTxnMaxBytes,
+		retries:     DefaultTxnRetries,
+	}
+}
+
+func newTxnCfg(opts []TxnOpt) (txnCfg, error) {
+	c := defaultTxnCfg()
+	for _, o := range opts {
+		o.applyTxn(&c)
+	}
+	switch {
+	case c.timeout <= 0:
+		return c, badOption("TxnTimeout", c.timeout, "must be > 0")
+	case c.maxMessages < 1:
+		return c, badOption("TxnMaxMessages", c.maxMessages, "must be >= 1")
+	case c.maxBytes < 1:
+		return c, badOption("TxnMaxBytes", c.maxBytes, "must be >= 1")
+	case c.retries < 0:
+		return c, badOption("TxnRetries", c.retries, "must be >= 0")
+	}
+	return c, nil
+}
+
+// TxnOpt configures a transaction (BeginTxn, RunInTxn, SendTxnBulk). It
+// cannot be passed to New.
+type TxnOpt interface{ applyTxn(*txnCfg) }
+
+type txnOptFunc func(*txnCfg)
+
+func (f txnOptFunc) applyTxn(c *txnCfg) { f(c) }
+
+// TxnTimeout sets the Pulsar transaction timeout (default 1 minute). The
+// Pulsar transactions begin when Commit starts, so staging time does not
+// count. The broker aborts a transaction still open past its timeout.
+func TxnTimeout(d time.Duration) TxnOpt { return txnOptFunc(func(c *txnCfg) { c.timeout = d }) }
+
+// TxnMaxMessages bounds the messages a transaction may stage (default
+// 10,000); Send past it returns ErrTxnTooLarge. SendTxnBulk ignores it: its
+// perTxn argument sets the count.
+func TxnMaxMessages(n int) TxnOpt { return txnOptFunc(func(c *txnCfg) { c.maxMessages = n }) }
+
+// TxnMaxBytes bounds the bytes (keys, values and properties) a transaction
+// may stage (default 16 MiB); Send past it returns ErrTxnTooLarge. A single
+// message larger than the bound is rejected. SendTxnBulk closes a
+// transaction early when the next message would pass it.
+func TxnMaxBytes(n int64) TxnOpt { return txnOptFunc(func(c *txnCfg) { c.maxBytes = n }) }
+
+// TxnSingleCluster confines the transaction to one cluster, so that it is
+// atomic: the first message's key picks the cluster, and Send returns a
+// *CrossClusterError (ErrTxnCrossCluster) for any later key that routes to
+// another. Keyless messages always go to the transaction's cluster.
+// SendTxnBulk transactions are always confined to one cluster each.
+func TxnSingleCluster() TxnOpt { return txnOptFunc(func(c *txnCfg) { c.singleCluster = true }) }
+
+// TxnRetries sets how many times Commit tries again after an attempt that
+// failed before any message could have been written to a broker: a Pulsar
+// transaction that could not begin (for example while a coordinator
+// recovers), or a partition that could not be added to the transaction
+// (default 2; 0 disables). Such an attempt leaves nothing behind, so the
+// retry cannot duplicate. An attempt that failed after a message may have
+// been written is never retried: because of apache/pulsar-client-go#1498
+// its messages may be delivered despite the abort, and a retry could
+// deliver them twice.
+func TxnRetries(n int) TxnOpt { return txnOptFunc(func(c *txnCfg) { c.retries = n }) }
+
+// BeforeCommit sets a hook that Commit calls once every staged message has
+// been written and acknowledged on every touched cluster, and before the
+// first Pulsar commit is sent. clusters are the touched clusters in
+// topology order. A non-nil error aborts the transaction (a *TxnAbortError
+// wrapping it); since messages have been written by then, see
+// apache/pulsar-client-go#1498 on TxnAbortError. The hook runs on the
+// committing goroutine; under SendTxnBulk it runs once per Pulsar
+// transaction and may run concurrently for different clusters. It exists for
+// last-moment checks and for fault-injection tests.
+func BeforeCommit(fn func(ctx context.Context, clusters []string) error) TxnOpt {
+	return txnOptFunc(func(c *txnCfg) { c.beforeCommit = fn })
+}
+
+// badOption is the error for an option given a value it cannot use.
+func badOption(opt string, v any, want string) error {
+	return fmt.Errorf("%w: %s(%v): %s", ErrBadOption, opt, v, want)
 }

@@ -277,3 +277,41 @@ func TestCloseHonoursCtxWhileACommitHangs(t *testing.T) {
 	close(hang) // the begin answers; its goroutine ends (goleak checks)
 	require.ErrorIs(t, <-committed, producer.ErrTxnAborted)
 }
+
+// Close waits for calls in the middle of a hand-over; a Flush waiting on
+// a writer that never answers must not hold it (it would wait for ever
+// with a Background ctx).
+func TestCloseEndsAFlushWaitingOnAWriter(t *testing.T) {
+	bed := newFakeBed(1)
+	bed.modes["c1"] = ackManual
+	p := newProducer(t, bed, 1)
+	o := newOutcomes(t)
+	o.expect(1)
+	p.SendAsync(context.Background(), &producer.Message{Key: "k"}, o.cb)
+	flushed := make(chan error, 1)
+	go func() { flushed <- p.Flush(context.Background()) }()
+	require.Never(t, func() bool { return len(flushed) > 0 }, 20*time.Millisecond, time.Millisecond)
+	// Close's own flush waits (for its ctx) on the writer that never
+	// answers; the Flush in progress must not hold it beyond that.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close(ctx) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited on a Flush that waits on a writer")
+	}
+	require.NoError(t, <-flushed, "Flush returns once Close has reported every outcome")
+	o.wait(t)
+	assert.ErrorIs(t, o.errs[firstKey(o)], producer.ErrClosed)
+}
+
+func firstKey(o *outcomes) *producer.Message {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for m := range o.errs {
+		return m
+	}
+	return nil
+}

@@ -14,10 +14,6 @@ import (
 	"github.com/keyroute/keyroute/topology"
 )
 
-// keylessRun is how many consecutive keyless messages go to one partition
-// before the next placement, so that they still fill batches.
-const keylessRun = 64
-
 // Producer sends messages to the clusters of a topology. It is safe for
 // concurrent use.
 type Producer struct {
@@ -188,52 +184,15 @@ func (p *Producer) Partitions() []int {
 	return n
 }
 
-// route returns key's own cluster and partition, whatever their health.
-func (p *Producer) route(key string) (*cluster, *partition) {
-	c, pt, _ := p.place(key)
-	return c, pt
-}
-
-// place is route that also returns the key hash.
-func (p *Producer) place(key string) (*cluster, *partition, uint64) {
-	var h uint64
-	if key == "" {
-		h = router.KeylessHash(p.keyless.Add(1) / keylessRun)
-	} else {
-		h = router.Hash(key)
-	}
-	c := p.clusters[p.router.Cluster(h)]
-	return c, c.parts[router.Partition(h, len(c.parts))], h
-}
-
-// pick is where a message with key goes now: its own cluster and
-// partition, or while that cluster is down, what the down policy says (see
-// admit). On error it returns the key's own cluster and partition, for the
-// error to name.
-func (p *Producer) pick(ctx context.Context, key string) (*cluster, *partition, error) {
-	c, pt, h := p.place(key)
-	if err := ctx.Err(); err != nil {
-		return c, pt, err
-	}
-	if !c.health.down.Load() {
-		return c, pt, nil
-	}
-	alt, err := p.admit(ctx, c, h, key == "")
-	if err != nil {
-		return c, pt, err
-	}
-	if alt != c {
-		pt = alt.parts[router.Partition(h, len(alt.parts))]
-	}
-	return alt, pt, nil
-}
-
 // enter counts a hand-over (a call that touches the writers); it reports
 // false (and counts nothing) once the Producer is closing.
 func (p *Producer) enter() bool {
 	p.handing.Add(1)
 	if !p.enterLong() {
-		p.handing.Add(-1)
+		// Close may be waiting for this count to drop: tell it.
+		if p.handing.Add(-1) == 0 {
+			p.signalIdle()
+		}
 		return false
 	}
 	return true

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
-
-	"github.com/apache/pulsar-client-go/pulsar"
 )
 
 // cost is what a message holds of the memory limit.
@@ -19,57 +16,12 @@ func cost(m *Message) int64 {
 	return int64(n)
 }
 
-// emptyPayload is the payload of a message with a nil Value:
-// pulsar-client-go sends a nil Payload as a null value (a tombstone).
-var emptyPayload = []byte{}
-
-func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) {
-	pm.Key = m.Key
-	pm.Payload = m.Value
-	if pm.Payload == nil && !m.NullValue {
-		pm.Payload = emptyPayload
-	}
-	pm.Properties = props
-	pm.EventTime = m.EventTime
-}
-
 // check returns an error for a message whose fields contradict each other.
 func check(m *Message) error {
 	if m.NullValue && len(m.Value) > 0 {
 		return fmt.Errorf("%w: NullValue set with a %d-byte Value", ErrBadMessage, len(m.Value))
 	}
 	return nil
-}
-
-// eventPool recycles the Events of observed messages: an Event goes back
-// to it once OnDone has returned (observers must not keep it; see
-// Observer), so that observing does not add an allocation, and its bytes,
-// to every message.
-var eventPool = sync.Pool{New: func() any { return new(Event) }}
-
-// observe starts an Event for msg when there is an observer; it returns the
-// Event (nil when not observed) and the properties to send.
-func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition, msg *Message, n int64) (*Event, map[string]string) {
-	if c.obs == nil {
-		return nil, msg.Properties
-	}
-	// Field by field: the Event is zero (see end), and copying a whole
-	// Event literal into it took a typed memmove with write barriers over
-	// every field, the most costly line of observing.
-	ev := eventPool.Get().(*Event)
-	ev.Op, ev.Topic, ev.Cluster, ev.Partition, ev.ServiceURL = op, p.cfg.topic, c.name, pt.idx, c.url
-	ev.Key, ev.Properties, ev.Bytes, ev.Start = msg.Key, msg.Properties, n, time.Now()
-	if props := c.obs.OnStart(ctx, ev); props != nil {
-		return ev, props
-	}
-	return ev, msg.Properties
-}
-
-// end tells the observer ev's outcome and recycles ev.
-func (c *cluster) end(ev *Event) {
-	c.obs.OnDone(ev)
-	*ev = Event{}
-	eventPool.Put(ev)
 }
 
 // hand routes msg, takes its budget and hands it to its partition's writer,
@@ -125,11 +77,21 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, f *inflight) e
 // Linger. Close cancels the wait: pulsar-client-go v0.21.0 never answers a
 // flush still queued when its producer closes.
 func (p *Producer) flushFor(ctx context.Context, pt *partition) {
-	fctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(p.closing, cancel)
+	fctx, stop := p.untilClose(ctx)
 	_ = pt.w.FlushWithCtx(fctx) // the message's own outcome says what happened
 	stop()
-	cancel()
+}
+
+// untilClose returns a ctx that also ends when Close begins, and the func
+// that releases it. A hand-over that waits on a writer (a flush) uses it,
+// so that Close, which waits for hand-overs, never waits on a writer.
+func (p *Producer) untilClose(ctx context.Context) (context.Context, func()) {
+	fctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(p.closing, cancel)
+	return fctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // Send writes msg and waits for the broker's acknowledgement. ctx bounds the
@@ -211,7 +173,8 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 
 // Flush writes every batch and waits until every message handed over before
 // the call has its outcome and its callback has returned. ctx bounds the
-// wait. Errors name the clusters that did not finish. Called from a
+// wait. A Close that begins meanwhile ends the flush; Flush then returns
+// once Close has reported every outcome. Errors name the clusters that did not finish. Called from a
 // Callback, Flush returns ErrInCallback.
 func (p *Producer) Flush(ctx context.Context) error {
 	if p == nil {
@@ -227,9 +190,13 @@ func (p *Producer) Flush(ctx context.Context) error {
 	for i, c := range p.clusters {
 		barriers[i] = c.disp.barrier()
 	}
-	err := p.flushWriters(ctx)
+	fctx, stop := p.untilClose(ctx)
+	err := p.flushWriters(fctx)
+	stop()
 	p.leave()
-	if err != nil {
+	// Interrupted by Close: Close reports every outcome, and the barriers
+	// pass when it has.
+	if err != nil && (ctx.Err() != nil || !p.closed.Load()) {
 		return err
 	}
 	for i, c := range p.clusters {

@@ -40,7 +40,9 @@ const (
 )
 
 // Member is one routing target (a cluster). Weight > 0 is its relative share
-// of keys: only ratios between weights matter.
+// of keys. Any finite positive weight is accepted; shares follow the
+// weights while every weight lies in [2^-1016, 2^970] (a limit of
+// magnitude, not of ratio: see SPEC.md, Step 0).
 type Member struct {
 	Name   string
 	Weight float64

@@ -1,12 +1,12 @@
 //go:build e2e
 
-package kotel_test
+package telemetry
 
 // The end-to-end cost of telemetry: SendAsync through a real producer to
 // one local Pulsar cluster, without an Observer and with kotel in each mode
 // (real SDKs). Run with:
 //
-//	go test -tags e2e -run XXX -bench Telemetry -benchtime 200000x ./plugin/kotel/ -rounds 12 -modes off,nop,durations,notrace
+//	go test -tags e2e -run XXX -bench Telemetry -benchtime 200000x ./e2e/telemetry/ -rounds 12 -modes off,nop,durations,notrace
 
 import (
 	"context"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -11,6 +12,64 @@ import (
 
 	"github.com/keyroute/keyroute/topology"
 )
+
+// writer is the part of a pulsar-client-go producer (on one partition) that
+// the Producer uses. Unit tests substitute fakes.
+type writer interface {
+	Send(ctx context.Context, msg *pulsar.ProducerMessage) (pulsar.MessageID, error)
+	SendAsync(ctx context.Context, msg *pulsar.ProducerMessage, cb func(pulsar.MessageID, *pulsar.ProducerMessage, error))
+	FlushWithCtx(ctx context.Context) error
+	Close()
+}
+
+// link is an open connection to one cluster: a writer per partition, in
+// partition order, and a func that releases the connection after the
+// writers are closed.
+type link struct {
+	writers []writer
+	close   func()
+	// probe makes a broker round trip that writes nothing (a topic
+	// lookup), for the health monitor; nil: never probe.
+	probe func() error
+	// newTxn begins a Pulsar transaction on the cluster; nil when the
+	// cluster's client has transactions off.
+	newTxn func(timeout time.Duration) (pulsar.Transaction, error)
+}
+
+// writerConfig is what a connector needs to open a cluster's writers.
+type writerConfig struct {
+	topic            string
+	batching         bool
+	batchMaxMessages int
+	batchMaxBytes    int
+	linger           int64 // nanoseconds
+	codec            Codec
+	maxPending       int          // the cluster's share; per-partition queues never bind first
+	memoryLimit      int64        // the cluster's share
+	sendTimeout      int64        // nanoseconds
+	logger           *slog.Logger // nil: no logs
+	transactions     bool
+	configure        func(cluster string, o *pulsar.ClientOptions) // nil: none
+}
+
+// connector opens one cluster.
+type connector interface {
+	connect(ctx context.Context, cl topology.Cluster, wc writerConfig) (*link, error)
+}
+
+// emptyPayload is the payload of a message with a nil Value:
+// pulsar-client-go sends a nil Payload as a null value (a tombstone).
+var emptyPayload = []byte{}
+
+func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) {
+	pm.Key = m.Key
+	pm.Payload = m.Value
+	if pm.Payload == nil && !m.NullValue {
+		pm.Payload = emptyPayload
+	}
+	pm.Properties = props
+	pm.EventTime = m.EventTime
+}
 
 // pulsarConnector opens real clusters with pulsar-client-go.
 type pulsarConnector struct{}

@@ -3,7 +3,39 @@ package producer
 import (
 	"context"
 	"sync"
+	"time"
 )
+
+// admit decides where a message routed to c goes while c is down: c itself
+// (after waiting), another cluster (spill, keyless), or nowhere (an
+// error). The caller checked that c is down.
+func (p *Producer) admit(ctx context.Context, c *cluster, h uint64, keyless bool) (*cluster, error) {
+	if keyless || p.cfg.downPolicy == Spill {
+		if alt := p.router.ClusterExcept(h, p.isDown); alt >= 0 {
+			return p.clusters[alt], nil
+		}
+		return nil, ErrClusterDown
+	}
+	if p.cfg.downPolicy == WaitUp {
+		c.health.mu.Lock()
+		up := c.health.upCh
+		c.health.mu.Unlock()
+		t := time.NewTimer(p.cfg.downWait)
+		defer t.Stop()
+		select {
+		case <-up:
+			return c, nil
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-p.done:
+			return nil, ErrClosed
+		}
+	}
+	return nil, ErrClusterDown
+}
+
+func (p *Producer) isDown(i int) bool { return p.clusters[i].health.down.Load() }
 
 // budget bounds one cluster's accepted-but-unreported messages and bytes.
 // It is safe for concurrent use. One message may take the budget over its

@@ -1,0 +1,48 @@
+package producer_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/keyroute/keyroute/producer"
+)
+
+// sendAsyncAllocs pins the allocations of one SendAsync, from hand-over to
+// callback, over a fake writer that acks at once, the fake's own included
+// (it boxes each message ID): a regression fails here, not in a benchmark
+// nobody reads. Today that is 2: the inflight that carries the message to
+// its callback, and the fake's ID. The raw path, the same message handed
+// straight to the same fake, allocates as many (its ProducerMessage and
+// the ID), and the SDK must stay at or below it.
+const sendAsyncAllocs = 2
+
+func TestSendAsyncAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own; make unit runs this test without it")
+	}
+	for _, clusters := range []int{1, 5} {
+		bed := newFakeBed(2)
+		p := newProducer(t, bed, clusters)
+		msg := &producer.Message{Key: "user-42", Value: []byte("payload")}
+		done := make(chan struct{}, 1)
+		cb := func(producer.ID, *producer.Message, error) { done <- struct{}{} }
+		ctx := context.Background()
+		got := testing.AllocsPerRun(2000, func() {
+			p.SendAsync(ctx, msg, cb)
+			<-done
+		})
+		w := &fakeWriter{}
+		rawCb := func(pulsar.MessageID, *pulsar.ProducerMessage, error) { done <- struct{}{} }
+		raw := testing.AllocsPerRun(2000, func() {
+			w.SendAsync(ctx, &pulsar.ProducerMessage{Key: msg.Key, Payload: msg.Value}, rawCb)
+			<-done
+		})
+		if got > sendAsyncAllocs || got > raw {
+			t.Errorf("%d clusters: SendAsync allocates %.0f times per message, want at most %d and at most the raw path's %.0f",
+				clusters, got, sendAsyncAllocs, raw)
+		}
+		t.Logf("%d clusters: %.0f allocations per message (raw path %.0f)", clusters, got, raw)
+	}
+}

@@ -1,0 +1,131 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// errTxnStopped cancels the hand-over of a send phase that already failed.
+var errTxnStopped = errors.New("producer: transaction send phase stopped")
+
+// sendAll writes every message in its cluster's transaction, one goroutine
+// per touched partition (so that partitions register with the coordinator
+// in parallel and each partition's messages keep their order), and waits
+// for every acknowledgement. It stops handing over messages at the first
+// failure. When ctx ends before every outcome is known it returns at once
+// with abandoned set: calling abandoned waits for the outstanding outcomes.
+func (p *Producer) sendAll(ctx context.Context, plan []*txnCluster, msgs []stagedMsg, ids []ID) (abandoned func(), err error) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	// Close stops the send phase: the writers are about to close.
+	stopOnClose := context.AfterFunc(p.closing, func() { cancel(ErrClosed) })
+	var (
+		once  sync.Once
+		first error
+		wg    sync.WaitGroup // partition goroutines and messages in flight
+	)
+	fail := func(err error) {
+		once.Do(func() {
+			first = err
+			cancel(errTxnStopped)
+		})
+	}
+	for _, tc := range plan {
+		for _, tp := range tc.parts {
+			wg.Add(1)
+			p.goBG(func() {
+				defer wg.Done()
+				p.sendPart(ctx, sctx, tc, tp, msgs, ids, &wg, fail)
+			})
+		}
+	}
+	if !p.wait(ctx, time.Time{}, &wg) {
+		fail(ctx.Err())
+		return func() {
+			// Messages dropped by a writer that Close closed never
+			// report: stop waiting for them then.
+			waitGroup(p.closing, &wg)
+			stopOnClose()
+			cancel(nil)
+		}, ctx.Err()
+	}
+	stopOnClose()
+	cancel(nil)
+	if first == nil {
+		return nil, nil
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(first, cerr) {
+		first = fmt.Errorf("%w: %w", cerr, first)
+	}
+	return nil, first
+}
+
+// sendPart writes one partition's messages of the transaction.
+func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPart, msgs []stagedMsg, ids []ID,
+	wg *sync.WaitGroup, fail func(error)) {
+	c, pt := tc.c, tp.pt
+	// Messages of this partition handed over before Commit are written
+	// first, so that a key's order holds across plain and transactional
+	// messages (transactional ones are not batched and would overtake).
+	if !p.enter() {
+		fail(c.sendError(ctx, tp.key(msgs), pt.idx, ErrClosed, true))
+		return
+	}
+	err := pt.w.FlushWithCtx(sctx)
+	p.leave()
+	if err != nil {
+		if sctx.Err() == nil {
+			fail(&ClusterError{Cluster: c.name, Op: "flush before transaction", Err: err})
+		}
+		return
+	}
+	for _, i := range tp.msgs {
+		if sctx.Err() != nil {
+			return
+		}
+		m := &msgs[i]
+		if err := c.budget.acquire(sctx, m.n, p.done, true, p.onCallbackGoroutine); err != nil {
+			if sctx.Err() == nil || ctx.Err() != nil {
+				fail(c.sendError(ctx, m.msg.Key, pt.idx, err, true))
+			}
+			return
+		}
+		if !p.enter() {
+			c.budget.release(1, m.n)
+			fail(c.sendError(ctx, m.msg.Key, pt.idx, ErrClosed, true))
+			return
+		}
+		pm := &pulsar.ProducerMessage{Transaction: tc.txn, DeliverAt: sendAlone}
+		toPulsar(pm, m.msg, m.props)
+		tc.handed.Store(true)
+		wg.Add(1)
+		tc.handMu.Lock()
+		pt.w.SendAsync(sctx, pm, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			c.budget.release(1, m.n)
+			if err != nil {
+				// pulsar.ErrTransaction comes from the checks before the
+				// message is queued (transaction not open, partition not
+				// registered): nothing was written.
+				if !errors.Is(err, pulsar.ErrTransaction) {
+					tc.maybeWritten.Store(true)
+				}
+				fail(c.sendError(ctx, m.msg.Key, pt.idx, err, false))
+			} else {
+				tc.maybeWritten.Store(true)
+				c.health.acks.Add(1)
+				ids[i] = ID{Cluster: c.name, Partition: pt.idx, MessageID: id}
+			}
+			wg.Done()
+		})
+		tc.handMu.Unlock()
+		p.leave()
+	}
+}
+
+// key returns the key of the partition's first message, for errors that
+// concern the partition as a whole.
+func (tp *txnPart) key(msgs []stagedMsg) string { return msgs[tp.msgs[0]].msg.Key }
