@@ -49,8 +49,6 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pierrec/lz4/v4 v4.1.22 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/prometheus/client_golang v1.20.5 // indirect
-	github.com/prometheus/client_model v0.6.1 // indirect
 	github.com/prometheus/common v0.55.0 // indirect
 	github.com/prometheus/procfs v0.15.1 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
@@ -85,6 +83,8 @@ require (
 	github.com/keyroute/keyroute/internal v0.0.0-00010101000000-000000000000
 	github.com/keyroute/keyroute/plugin/kotel v0.0.0-00010101000000-000000000000
 	github.com/keyroute/keyroute/plugin/kzap v0.0.0-00010101000000-000000000000
+	github.com/prometheus/client_golang v1.20.5
+	github.com/prometheus/client_model v0.6.1
 )
 
 replace (
