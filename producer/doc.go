@@ -40,7 +40,10 @@
 // So the callbacks (and Send's returns) of one key come in the order the
 // messages were handed over, failures before acceptance included: a
 // message refused because its ctx had ended is reported after the key's
-// earlier messages still in flight, never before. Send waits for that
+// earlier messages still in flight, never before. (So under FailFast, the
+// ErrClusterDown of a stalled cluster's keys come only once the messages
+// held there ahead of them have their outcome: their ack, or the send
+// timeout.) Send waits for that
 // turn even when it fails before hand-over. Only a message with no key to
 // order by (nil message, nil Producer) is called back at once on the
 // caller's goroutine.

@@ -164,7 +164,10 @@ func MemoryLimit(bytes int64) Opt { return optFunc(func(c *cfg) { c.memoryLimit 
 
 // SendTimeout bounds the time from accepting a message to its broker
 // acknowledgement (default 30s); past it the message fails with
-// ErrSendTimeout.
+// ErrSendTimeout, its outcome unknown. pulsar-client-go v0.21.0 checks
+// timeouts once per SendTimeout and re-arms for a full period when the
+// oldest message has not expired yet, so a message can take up to about
+// twice SendTimeout to fail.
 func SendTimeout(d time.Duration) Opt { return optFunc(func(c *cfg) { c.sendTimeout = d }) }
 
 // Logger routes the Producer's logs and pulsar-client-go's logs to l (see
@@ -249,9 +252,11 @@ func DownAfter(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downAfter 
 // a topic metadata lookup on the cluster's own client, a broker round trip
 // that writes nothing. A cluster that holds no message is up again at its
 // first successful probe, so recovery is seen whatever the traffic: under
-// every OnClusterDown policy, with keyless messages only, or with none. A
-// probe that gets no answer is bounded by the client's operation timeout;
-// one runs at a time per cluster.
+// every OnClusterDown policy, with keyless messages only, or with none.
+// One probe runs at a time per cluster, and pulsar-client-go retries a
+// refused lookup inside that one call until the client's operation
+// timeout: against a killed broker, recovery is seen up to that timeout
+// (the topology's OperationTimeout, 30s by default) after it is back.
 func DownProbeInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.probeEvery = d }) }
 
 // DownWait bounds how long a message waits for a down cluster under WaitUp

@@ -19,11 +19,17 @@ import (
 )
 
 const (
-	rate      = 4000 // messages per second offered, over all clusters
-	downAfter = time.Second
-	before    = 6 * time.Second // healthy load before the fault
-	during    = 8 * time.Second // load while the cluster is broken
-	after     = 6 * time.Second // load after it is back
+	rate        = 4000 // messages per second offered, over all clusters
+	downAfter   = time.Second
+	sendTimeout = 10 * time.Second
+	// tick is the producer's health monitor period (DownAfter/8, see
+	// producer/health.go): the state flips only at a tick.
+	tick = downAfter / 8
+	// poll is how often the specs read Health.
+	poll   = tick / 2
+	before = 6 * time.Second // healthy load before the fault
+	during = 8 * time.Second // load while the cluster is broken
+	after  = 6 * time.Second // load after it is back
 )
 
 // newTopic creates a partitioned topic on every cluster and its "verify"
@@ -69,12 +75,18 @@ var faults = []fault{
 	{"graceful restart", (*testbed.Cluster).Stop, (*testbed.Cluster).Restart, true},
 }
 
-// The container is Ordered and the overload spec runs first, before any
-// cluster has been killed: a standalone killed and restarted here fails to
-// create ledgers several times a minute for minutes afterwards (see package
-// e2e/internal/standalone), and the one-shot calls of later specs retry.
+// The container is Ordered and the specs that only pause a cluster run
+// first, before any cluster has been killed: a standalone killed and
+// restarted here fails to create ledgers several times a minute for minutes
+// afterwards (see package e2e/internal/standalone), and the one-shot calls
+// of later specs retry. The recovery after a kill runs last.
 var _ = Describe("one cluster broken under steady load", Ordered, func() {
 	overloadSpec()
+	outcomeUnknownSpec()
+	recoverySpec(recovery{name: "recovery, Spill, keyed traffic: a cluster SIGSTOPped for longer than the send timeout is seen up again after SIGCONT, and its keys are written there again",
+		victim: 1, policy: producer.Spill, keyed: true})
+	recoverySpec(recovery{name: "recovery, FailFast, keyless traffic only: a cluster SIGSTOPped for longer than the send timeout is seen up again after SIGCONT, and written to again",
+		victim: 2, policy: producer.FailFast})
 	for i, f := range faults {
 		It(f.name+": the others keep their throughput and every acknowledged message arrives once, in order", func(sctx SpecContext) {
 			ctx, cancel := context.WithTimeout(sctx, 5*time.Minute)
@@ -84,12 +96,12 @@ var _ = Describe("one cluster broken under steady load", Ordered, func() {
 			var p *producer.Producer
 			err := standalone.Retry(ctx, func() (err error) {
 				p, err = producer.New(ctx, bed.Topology(), producer.Topic(topic),
-					producer.DownAfter(downAfter), producer.SendTimeout(10*time.Second))
+					producer.DownAfter(downAfter), producer.SendTimeout(sendTimeout))
 				return err
 			})
 			Expect(err).NotTo(HaveOccurred())
 
-			l := newLoad(p, rate, 2000)
+			l := newLoad(p, rate, 2000, sendTimeoutSweep(sendTimeout))
 			lctx, stopLoad := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() { defer close(done); l.run(lctx) }()
@@ -98,8 +110,14 @@ var _ = Describe("one cluster broken under steady load", Ordered, func() {
 			brokeAt := time.Since(l.start)
 			t0 := time.Now()
 			Expect(f.brk(victim)).To(Succeed())
-			Eventually(func() bool { return !health(p, victim.Name).Up }).WithTimeout(downAfter + 5*time.Second).
-				WithPolling(50 * time.Millisecond).Should(BeTrue())
+			broken := time.Since(t0) // a graceful stop takes seconds, and acks may come until it ends
+			// The last ack comes by the end of brk and is seen at the next
+			// tick; the flip comes at the first tick DownAfter after that;
+			// one tick more for a monitor that runs late on a busy machine,
+			// and one poll.
+			detectBound := broken + downAfter + 3*tick + poll
+			Eventually(func() bool { return !health(p, victim.Name).Up }).WithTimeout(detectBound).
+				WithPolling(poll).Should(BeTrue(), "down within %s (broken in %s)", detectBound, broken)
 			detect := time.Since(t0)
 			time.Sleep(during - detect)
 			mendAt := time.Since(l.start)
@@ -107,7 +125,7 @@ var _ = Describe("one cluster broken under steady load", Ordered, func() {
 			Expect(f.mend(victim, ctx)).To(Succeed())
 			mended := time.Since(t1)
 			Eventually(func() bool { return health(p, victim.Name).Up }).WithTimeout(60 * time.Second).
-				WithPolling(50 * time.Millisecond).Should(BeTrue())
+				WithPolling(poll).Should(BeTrue())
 			recovered := time.Since(t1)
 			time.Sleep(after)
 			stopLoad()
@@ -116,7 +134,36 @@ var _ = Describe("one cluster broken under steady load", Ordered, func() {
 
 			GinkgoWriter.Printf("%s on %s: detected down after %s; cluster back in %s, producer saw it up %s after the mend began\n",
 				f.name, victim.Name, detect.Round(time.Millisecond), mended.Round(time.Millisecond), recovered.Round(time.Millisecond))
-			Expect(detect).To(BeNumerically("<", downAfter+2*time.Second))
+			Expect(detect).To(BeNumerically("<=", detectBound))
+			for _, q := range []struct {
+				name     string
+				ofVictim bool
+				from, to time.Duration
+			}{
+				{"healthy clusters, before", false, time.Second, brokeAt},
+				{"healthy clusters, during", false, brokeAt, mendAt},
+				{"healthy clusters, after", false, mendAt, mendAt + recovered + after},
+				{victim.Name + ", during", true, brokeAt, mendAt},
+			} {
+				p50, n := l.handOverQuantile(victim.Name, q.ofVictim, q.from, q.to, 0.5)
+				p99, _ := l.handOverQuantile(victim.Name, q.ofVictim, q.from, q.to, 0.99)
+				p999, _ := l.handOverQuantile(victim.Name, q.ofVictim, q.from, q.to, 0.999)
+				top, _ := l.handOverQuantile(victim.Name, q.ofVictim, q.from, q.to, 1)
+				GinkgoWriter.Printf("  hand-over %-28s n=%6d p50 %9s p99 %9s p99.9 %9s max %9s\n", q.name, n, p50, p99, p999, top)
+			}
+			// No hand-over waits for the broken cluster, neither its own
+			// messages' (refused at once, or accepted within its share)
+			// nor the others': while it is broken their p99 stays within
+			// ten times the healthy phase's. (A single slow hand-over
+			// proves nothing on two shared cores: the slowest of 55,781
+			// took 44 ms here while the victim's JVM restarted; a
+			// hand-over that waited would wait for an ack or a send
+			// timeout, and so would most of them.)
+			healthy, _ := l.handOverQuantile(victim.Name, false, time.Second, brokeAt, 0.99)
+			for _, ofVictim := range []bool{false, true} {
+				p99, _ := l.handOverQuantile(victim.Name, ofVictim, brokeAt, mendAt, 0.99)
+				Expect(p99).To(BeNumerically("<=", 10*healthy), "hand-over p99 while %s was broken (its own messages: %v), against %s before", victim.Name, ofVictim, healthy)
+			}
 			for _, c := range bed.Clusters() {
 				if c == victim {
 					continue
@@ -138,6 +185,8 @@ var _ = Describe("one cluster broken under steady load", Ordered, func() {
 			verify(ctx, l, topic)
 		})
 	}
+	recoverySpec(recovery{name: "recovery, Spill, keyed traffic: a cluster SIGKILLed for longer than the send timeout is seen up again after its restart, and its keys are written there again",
+		victim: 3, policy: producer.Spill, keyed: true, kill: true, opTimeout: recoverySendTimeout})
 })
 
 func health(p *producer.Producer, name string) producer.ClusterHealth {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,12 +16,20 @@ import (
 )
 
 // load sends a steady rate of keyed messages ("key|seq" payloads) from one
-// goroutine and records every outcome per cluster and per time window.
+// goroutine and records every outcome per cluster and per time window, and
+// how long each hand-over (the SendAsync call) took.
 type load struct {
 	p      *producer.Producer
 	rate   int // messages per second
 	keys   int
 	window time.Duration
+	// handOver bounds each hand-over (the ctx of each SendAsync). A
+	// hand-over waits only for buffer space, and the messages that hold it
+	// end by their send timeout (sendTimeoutSweep: twice it, as
+	// pulsar-client-go sweeps), so the specs pass that: a message that
+	// still fails by this ctx waited longer than any message can hold the
+	// space, on any cluster.
+	handOver time.Duration
 
 	mu       sync.Mutex
 	start    time.Time
@@ -29,13 +38,18 @@ type load struct {
 	failed   map[string]error          // "key|seq" -> error
 	firstErr map[string]time.Time      // per own cluster: first ErrClusterDown
 	errKinds map[string]map[string]int // per own cluster: error class counts
+	handed   map[string][]handOverTime // per own cluster, in send order
 	sent     int
 }
 
-func newLoad(p *producer.Producer, rate, keys int) *load {
-	return &load{p: p, rate: rate, keys: keys, window: 250 * time.Millisecond,
+// handOverTime is one SendAsync call: when it began (since start) and how
+// long it took.
+type handOverTime struct{ at, took time.Duration }
+
+func newLoad(p *producer.Producer, rate, keys int, bound time.Duration) *load {
+	return &load{p: p, rate: rate, keys: keys, window: 250 * time.Millisecond, handOver: bound,
 		acked: map[string][]int{}, ackedIDs: map[string]int{}, failed: map[string]error{},
-		firstErr: map[string]time.Time{}, errKinds: map[string]map[string]int{}}
+		firstErr: map[string]time.Time{}, errKinds: map[string]map[string]int{}, handed: map[string][]handOverTime{}}
 }
 
 // run sends until ctx ends, then flushes.
@@ -62,18 +76,22 @@ func (l *load) run(ctx context.Context) {
 			id := fmt.Sprintf("%s|%d", key, next[k])
 			next[k]++
 			own, _ := l.p.Placement(key)
-			l.mu.Lock()
-			l.sent++
-			l.mu.Unlock()
-			// Bound the hand-over, never stalling the loop for long, but not
-			// by ctx: ctx ends while a tick's sends are going out, and a
-			// message handed over with an ended ctx rightly fails, even on
-			// a healthy cluster.
-			sctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			// Bound the hand-over by its own ctx, not by ctx: ctx ends while
+			// a tick's sends are going out, and a message handed over with
+			// an ended ctx rightly fails, even on a healthy cluster. How
+			// long hand-overs take is recorded and checked against the
+			// healthy phase instead (see handOverQuantile).
+			sctx, cancel := context.WithTimeout(context.Background(), l.handOver)
+			began := time.Now()
 			l.p.SendAsync(sctx, &producer.Message{Key: key, Value: []byte(id)}, func(pid producer.ID, _ *producer.Message, err error) {
 				l.record(own, id, pid, err)
 			})
+			took := time.Since(began)
 			cancel()
+			l.mu.Lock()
+			l.sent++
+			l.handed[own] = append(l.handed[own], handOverTime{at: began.Sub(l.start), took: took})
+			l.mu.Unlock()
 		}
 	}
 }
@@ -125,6 +143,38 @@ func (l *load) rateOf(cluster string, from, to time.Duration) float64 {
 		n += per[w]
 	}
 	return float64(n) / (to - from).Seconds()
+}
+
+// handOverQuantile returns the q-quantile of how long the hand-overs took
+// of the messages whose own cluster is victim (ofVictim) or another one
+// (!ofVictim), among those that began in [from, to) since start; and how
+// many there were.
+func (l *load) handOverQuantile(victim string, ofVictim bool, from, to time.Duration, q float64) (time.Duration, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var took []time.Duration
+	for c, hs := range l.handed {
+		if (c == victim) != ofVictim {
+			continue
+		}
+		for _, h := range hs {
+			if h.at >= from && h.at < to {
+				took = append(took, h.took)
+			}
+		}
+	}
+	return quantile(took, q), len(took)
+}
+
+// quantile returns the q-quantile (0 <= q <= 1) of ds, nearest rank; 0 for
+// none. It sorts ds.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	i := int(q*float64(len(ds))+0.5) - 1
+	return ds[min(max(i, 0), len(ds)-1)]
 }
 
 // checkErrors asserts that every failure is a *SendError for the broken
