@@ -100,7 +100,7 @@
 // the properties' copy with a traceparent (about 700 ns), and a sampled
 // span about as much CPU as the client spends on the message, plus ~2 KB.
 //
-// End to end (SendAsync on one local cluster, bench_e2e_test.go, every
+// End to end (SendAsync on one local cluster, e2e/telemetry, every
 // mode once per round in rotating order, 12 rounds; medians of throughput
 // and client CPU against no observer in the same round): a no-op Observer
 // 0.88x (+9% CPU), which is the producer's own cost of observing (an
@@ -113,5 +113,5 @@
 // WithDurations where its trade is acceptable; otherwise
 // ParentBased(TraceIDRatioBased(r)) sampling, which keeps the cost of every
 // unsampled message at the figure above and adds the sampled spans' in
-// proportion to r. See bench_test.go and bench_e2e_test.go.
+// proportion to r. See bench_test.go here and e2e/telemetry.
 package kotel
