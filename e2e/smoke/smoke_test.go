@@ -188,6 +188,9 @@ func commitThenConsume(ctx context.Context, serviceURL, topic string) error {
 	if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("in-txn"), Transaction: txn}); err != nil {
 		return fmt.Errorf("transactional send: %w", err)
 	}
+	// A window in which the uncommitted message must stay invisible: a
+	// slow machine only makes this check weaker (less time to see a leak),
+	// never makes it fail, so a fixed window is safe here.
 	early, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	m, err := consumer.Receive(early)
 	cancel()
