@@ -109,9 +109,7 @@ var _ = Describe("null values and empty payloads, read back with plain pulsar-cl
 		defer cancel()
 		topic := newTopic(ctx, "null-batched")
 		t := newTap(ctx, topic, "verify")
-		p, err := producer.New(ctx, bed.Topology(), producer.Topic(topic))
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(p.Close, context.Background())
+		p := openProducer(ctx, topic)
 
 		acked := sendCases(ctx, p, "batched", payloadCases)
 		Expect(acked).To(HaveLen(2 * len(payloadCases)))
@@ -315,9 +313,7 @@ var _ = Describe("null values and empty payloads, read back with plain pulsar-cl
 		defer cancel()
 		topic := newTopic(ctx, "null-bad")
 		t := newTap(ctx, topic, "verify")
-		p, err := producer.New(ctx, bed.Topology(), producer.Topic(topic))
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(p.Close, context.Background())
+		p := openProducer(ctx, topic)
 		bad := func(key string) *producer.Message {
 			return &producer.Message{Key: key, Value: []byte("not empty"), NullValue: true}
 		}
@@ -330,7 +326,7 @@ var _ = Describe("null values and empty payloads, read back with plain pulsar-cl
 			Expect(err).To(BeAssignableToTypeOf(se))
 			Expect(err.(*producer.SendError).Key).To(Equal(key))
 		}
-		_, err = p.Send(ctx, bad("bad/Send"))
+		_, err := p.Send(ctx, bad("bad/Send"))
 		expectBad(err, "bad/Send")
 		done := make(chan error, 1)
 		p.SendAsync(ctx, bad("bad/SendAsync"), func(_ producer.ID, _ *producer.Message, err error) { done <- err })

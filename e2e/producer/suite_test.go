@@ -13,6 +13,7 @@ import (
 	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
 	"github.com/keyroute/keyroute/internal/admin"
 	"github.com/keyroute/keyroute/internal/testbed"
+	"github.com/keyroute/keyroute/producer"
 )
 
 func TestProducerE2E(t *testing.T) { bedsuite.Run(t, "Producer E2E Suite") }
@@ -32,4 +33,14 @@ func newTopic(ctx context.Context, name string) string {
 		Expect(admin.CreatePartitionedTopic(ctx, c.AdminURL, topic, partitions)).To(Succeed(), c.Name)
 	}
 	return topic
+}
+
+// openProducer opens a keyroute producer on topic over the bed's clusters
+// with opts, and closes it when the spec ends.
+func openProducer(ctx context.Context, topic string, opts ...producer.Opt) *producer.Producer {
+	GinkgoHelper()
+	p, err := producer.New(ctx, bed.Topology(), append([]producer.Opt{producer.Topic(topic)}, opts...)...)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(p.Close, context.Background())
+	return p
 }
