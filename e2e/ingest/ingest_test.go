@@ -96,9 +96,7 @@ var _ = Describe("the ingest service over five clusters", Ordered, func() {
 				sent += c.Sent
 			}
 			g.Expect(sent).To(BeEquivalentTo(numEvents), "every async outcome has arrived")
-		}).WithContext(ctx).WithTimeout(time.Minute). // a generous bound on outcomes that need seconds
-								WithPolling(200 * time.Millisecond). // how often to look, not a bound
-								Should(Succeed())
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second / 5).Should(Succeed()) // polling: how often to look, not a bound
 		Expect(h.Status).To(Equal("ok"))
 		Expect(h.Clusters).To(HaveLen(5))
 		for i, c := range h.Clusters {
