@@ -1,0 +1,268 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/keyroute/keyroute/consumer"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newConsumer(t *testing.T, bed *fakeBed, clusters int, opts ...consumer.Opt) *consumer.Consumer {
+	t.Helper()
+	opts = append([]consumer.Opt{consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect)}, opts...)
+	c, err := consumer.New(context.Background(), topo(clusters), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func receive(t *testing.T, c *consumer.Consumer) *consumer.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := c.Receive(ctx)
+	require.NoError(t, err)
+	return m
+}
+
+// Every message of every cluster comes once, each partition's in order.
+func TestMergeKeepsPartitionOrder(t *testing.T) {
+	bed := newFakeBed(16)
+	c := newConsumer(t, bed, 3)
+	const perPart = 500
+	var wg sync.WaitGroup
+	for _, name := range []string{"c1", "c2", "c3"} {
+		s := bed.stream(name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perPart {
+				for p := range int32(2) {
+					s.push(p, fmt.Sprintf("%s-%d", name, p), fmt.Sprint(i))
+				}
+			}
+		}()
+	}
+	next := map[string]int64{}
+	for range 3 * 2 * perPart {
+		m := receive(t, c)
+		k := fmt.Sprintf("%s/%d", m.ID.Cluster, m.ID.Partition)
+		require.Equal(t, next[k], m.ID.Pulsar.EntryID(), "partition %s out of order", k)
+		require.Equal(t, fmt.Sprint(next[k]), string(m.Value))
+		next[k]++
+	}
+	wg.Wait()
+	assert.Len(t, next, 6)
+	var received uint64
+	for _, h := range c.Health(context.Background()) {
+		received += h.Received
+		assert.Equal(t, int64(-1), h.Backlog, "no admin URL: backlog unknown")
+	}
+	assert.Equal(t, uint64(3*2*perPart), received)
+}
+
+// A cluster that always has messages does not starve one that has few.
+func TestBusyClusterDoesNotStarveOthers(t *testing.T) {
+	bed := newFakeBed(64)
+	c := newConsumer(t, bed, 2)
+	busy, quiet := bed.stream("c1"), bed.stream("c2")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // c1 is never empty
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case busy.ch <- busy.msg(0, "busy"):
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	for len(busy.ch) < cap(busy.ch) {
+		time.Sleep(time.Millisecond)
+	}
+	for range 10 {
+		quiet.push(0, "quiet", "")
+	}
+	// Served in turns, c2's ten come among the first few dozen; served one
+	// cluster after the other, they would wait behind c1's endless queue.
+	got := 0
+	for i := 0; i < 200 && got < 10; i++ {
+		if receive(t, c).ID.Cluster == "c2" {
+			got++
+		}
+	}
+	assert.Equal(t, 10, got, "c2's messages starved behind c1's")
+}
+
+func TestAckRoutesToTheMessagesCluster(t *testing.T) {
+	bed := newFakeBed(4)
+	c := newConsumer(t, bed, 3, consumer.Type(consumer.Failover))
+	bed.stream("c2").push(1, "k", "v")
+	m := receive(t, c)
+	require.Equal(t, "c2", m.ID.Cluster)
+	require.Equal(t, 1, m.ID.Partition)
+	require.NoError(t, c.Ack(m))
+	require.NoError(t, c.AckID(m.ID))
+	require.NoError(t, c.AckCumulative(m))
+	require.NoError(t, c.Nack(m))
+	require.NoError(t, c.NackID(m.ID))
+	assert.Equal(t, []string{"ack 1:0", "ack 1:0", "cumul 1:0", "nack 1:0", "nack 1:0"}, bed.stream("c2").log())
+	assert.Empty(t, bed.stream("c1").log())
+	assert.Empty(t, bed.stream("c3").log())
+
+	// An ID kept by value (no cached index) still finds its cluster.
+	id := consumer.ID{Cluster: "c2", Partition: 1, Pulsar: m.ID.Pulsar}
+	require.NoError(t, c.AckID(id))
+
+	h := c.Health(context.Background())[1]
+	assert.Equal(t, uint64(1), h.Received)
+	assert.Equal(t, uint64(4), h.Acked)
+	assert.Equal(t, uint64(2), h.Nacked)
+	assert.Greater(t, h.Lag, time.Duration(0))
+}
+
+func TestAckErrorsNameTheCluster(t *testing.T) {
+	bed := newFakeBed(4)
+	c := newConsumer(t, bed, 2, consumer.Type(consumer.Shared))
+	bed.stream("c1").push(0, "k", "v")
+	m := receive(t, c)
+
+	var ce *consumer.ClusterError
+	err := c.AckID(consumer.ID{Cluster: "west", Pulsar: m.ID.Pulsar})
+	require.ErrorIs(t, err, consumer.ErrUnknownCluster)
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "west", ce.Cluster)
+	assert.ErrorIs(t, c.AckID(consumer.ID{}), consumer.ErrUnknownCluster)
+	assert.ErrorIs(t, c.Ack(nil), consumer.ErrNilMessage)
+	assert.ErrorIs(t, c.AckCumulative(m), consumer.ErrCumulativeAck, "Shared has no cumulative ack")
+
+	bed.stream("c1").ackErr = errors.New("broker said no")
+	err = c.Ack(m)
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "c1", ce.Cluster)
+	assert.Equal(t, uint64(0), c.Health(context.Background())[0].Acked, "a failed ack is not counted")
+
+	require.NoError(t, c.Close())
+	err = c.Ack(m)
+	assert.ErrorIs(t, err, consumer.ErrClosed)
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "c1", ce.Cluster)
+}
+
+// A message read before SeekByTime and not yet taken is never delivered
+// after it.
+func TestSeekDropsMessagesReadBeforeIt(t *testing.T) {
+	bed := newFakeBed(8)
+	c := newConsumer(t, bed, 1)
+	s := bed.stream("c1")
+	for i := range 5 {
+		s.push(0, "old", fmt.Sprint(i))
+	}
+	require.Equal(t, "0", string(receive(t, c).Value))
+	waitFor(t, func() bool { return len(s.ch) == 3 }) // the pump holds "1"
+	s.onSeek = func() { s.push(1, "new", "after") }
+	require.NoError(t, c.SeekByTime(context.Background(), time.Unix(0, 0)))
+	m := receive(t, c)
+	assert.Equal(t, "new", m.Key, "got %q=%s, read before the seek", m.Key, m.Value)
+	assert.Len(t, s.seeks, 1)
+}
+
+func TestCloseEndsReceiveAndChan(t *testing.T) {
+	bed := newFakeBed(4)
+	c, err := consumer.New(context.Background(), topo(2), consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect))
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Receive(context.Background())
+		errc <- err
+	}()
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, <-errc, consumer.ErrClosed)
+	_, ok := <-c.Chan()
+	assert.False(t, ok, "Chan is closed after Close")
+	require.NoError(t, c.Close(), "Close twice")
+	assert.True(t, bed.stream("c1").closed && bed.stream("c2").closed)
+	assert.ErrorIs(t, c.SeekByTime(context.Background(), time.Now()), consumer.ErrClosed)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c2 := newConsumer(t, bed, 1)
+	_, err = c2.Receive(ctx)
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestNewNamesEveryFailedCluster(t *testing.T) {
+	bed := newFakeBed(4)
+	bed.failOn["c2"] = errors.New("subscription is of a different type")
+	bed.failOn["c3"] = errors.New("connection refused")
+	_, err := consumer.New(context.Background(), topo(3), consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect))
+	require.Error(t, err)
+	var ce *consumer.ClusterError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), `"c2"`)
+	assert.Contains(t, err.Error(), `"c3"`)
+	assert.True(t, bed.stream("c1").closed, "the cluster that opened is closed again")
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	bed := newFakeBed(1)
+	ctx := context.Background()
+	with := func(opts ...consumer.Opt) error {
+		_, err := consumer.New(ctx, topo(1), append([]consumer.Opt{consumer.WithConnector(bed.connect)}, opts...)...)
+		return err
+	}
+	assert.ErrorIs(t, with(consumer.Subscription("s")), consumer.ErrNoTopic)
+	assert.ErrorIs(t, with(consumer.Topic("t")), consumer.ErrNoSubscription)
+	for _, o := range []consumer.Opt{
+		consumer.MaxBuffered(0), consumer.Type(9), consumer.InitialPosition(-1),
+		consumer.NackRedeliveryDelay(0), consumer.ProbeInterval(0), consumer.AckGrouping(-1, 0),
+	} {
+		err := with(consumer.Topic("t"), consumer.Subscription("s"), o)
+		assert.ErrorIs(t, err, consumer.ErrBadOption)
+	}
+	_, err := consumer.New(ctx, nil, consumer.Topic("t"), consumer.Subscription("s"))
+	assert.ErrorIs(t, err, consumer.ErrBadTopology)
+}
+
+func TestHealthFollowsProbes(t *testing.T) {
+	bed := newFakeBed(1)
+	const every = time.Millisecond
+	c := newConsumer(t, bed, 2, consumer.ProbeInterval(every))
+	bed.setProbe("c2", errors.New("connection refused"))
+	waitFor(t, func() bool { return !c.Health(context.Background())[1].Connected })
+	assert.True(t, c.Health(context.Background())[0].Connected)
+	bed.setProbe("c2", nil)
+	waitFor(t, func() bool { return c.Health(context.Background())[1].Connected })
+}
+
+// A probe that does not answer within ProbeInterval counts as down.
+func TestHealthCountsAHangingProbeAsDown(t *testing.T) {
+	bed := newFakeBed(1)
+	hang := make(chan struct{})
+	bed.hang = hang
+	c := newConsumer(t, bed, 1, consumer.ProbeInterval(time.Millisecond))
+	waitFor(t, func() bool { return !c.Health(context.Background())[0].Connected })
+	close(hang)
+	waitFor(t, func() bool { return c.Health(context.Background())[0].Connected })
+}
+
+// waitFor polls cond; the test's own deadline bounds it.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,51 @@
+// Package consumer reads a topic that keyroute's producer spreads over a
+// set of independent Pulsar clusters back as one stream.
+//
+// Data flows topology -> consumer. New subscribes one subscription name on
+// the topic on every cluster of a validated topology.Topology (on every
+// partition there), with one pulsar-client-go client and consumer per
+// cluster. The path of a message, in ten lines:
+//
+//	broker (cluster c, partition p) -> pulsar-client-go's receiver queue
+//	  (MaxBuffered, split over the partitions of every cluster)
+//	c's pump goroutine: reads one message at a time, in partition order
+//	  Observer.OnReceive
+//	merged stream (unbuffered): the pumps offer one message each and
+//	  take turns in the order they offered (a busy cluster cannot starve
+//	  the others; a silent or unreachable one holds nobody up)
+//	Receive(ctx) or Chan(): the caller takes it
+//	Ack / Nack / AckCumulative by message or ID -> c's pulsar-client-go
+//	  consumer (acknowledgements grouped as AckGrouping says)
+//
+// # Ordering
+//
+// The messages of one partition of one cluster are delivered in the order
+// the broker dispatches them, which for Exclusive, Failover and KeyShared
+// subscriptions is the order they were written: since the producer sends
+// every message of a key to one cluster and partition, a key's messages
+// come in the order they were sent. Messages of different partitions or
+// clusters have no order between them. A message that is not acknowledged
+// (the process died, Nack, a broker restart) comes again, after the ones
+// that were delivered after it: Pulsar redelivers, it does not rewind.
+//
+// # Clusters that fail
+//
+// Each cluster's pulsar-client-go consumer reconnects by itself, for as
+// long as it takes. While a cluster is unreachable the others keep
+// flowing; its messages come once it is back. Health reports per cluster
+// whether its last probe (a topic lookup every ProbeInterval) answered,
+// the messages received, acknowledged, nacked and redelivered, the lag,
+// and the backlog when the topology gives the cluster an admin URL. New
+// needs every cluster: it fails, naming each cluster that could not be
+// subscribed, rather than start with a part of the topic.
+//
+// # Concurrency
+//
+// A Consumer is safe for concurrent use: any number of goroutines may
+// Receive (each message goes to one of them), Ack, Nack and SeekByTime.
+// Close stops the stream first: a Receive in progress returns ErrClosed
+// and Chan is closed; then it closes the clusters' consumers, which sends
+// the grouped acknowledgements, and waits for every goroutine it started.
+// Observer methods run on the pump goroutines and on callers' goroutines
+// (see Observer).
+package consumer

@@ -1,0 +1,57 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNoTopic is returned by New when no Topic option is given.
+	ErrNoTopic = errors.New("consumer: no topic (the Topic option is required)")
+	// ErrNoSubscription is returned by New when no Subscription option is
+	// given.
+	ErrNoSubscription = errors.New("consumer: no subscription name (the Subscription option is required)")
+	// ErrBadOption is returned by New when an option has a value it cannot
+	// take; the error names the option and the value.
+	ErrBadOption = errors.New("consumer: bad option")
+	// ErrBadTopology is returned by New for a nil or invalid topology.
+	ErrBadTopology = errors.New("consumer: bad topology")
+	// ErrTopicNotFound is returned by New (in a *ClusterError) when the
+	// topic does not exist on a cluster (see RequireTopic).
+	ErrTopicNotFound = errors.New("consumer: topic not found")
+	// ErrClosed is returned by every call on a closed Consumer, and by
+	// Receive once Close has begun.
+	ErrClosed = errors.New("consumer: closed")
+	// ErrUnknownCluster is returned by AckID, NackID and
+	// AckIDCumulative for an ID whose cluster is not one of the
+	// Consumer's (an ID from another consumer, or a zero ID).
+	ErrUnknownCluster = errors.New("consumer: unknown cluster")
+	// ErrCumulativeAck is returned by AckCumulative and AckIDCumulative on
+	// a Shared or KeyShared subscription, where Pulsar allows no
+	// cumulative acknowledgement.
+	ErrCumulativeAck = errors.New("consumer: cumulative acknowledgement needs an Exclusive or Failover subscription")
+	// ErrNilMessage is returned by Ack, Nack and AckCumulative for a nil
+	// message.
+	ErrNilMessage = errors.New("consumer: nil message")
+)
+
+// ClusterError is an error of one cluster: which, in what step, and the
+// cause (pulsar-client-go's error, or a sentinel of this package).
+type ClusterError struct {
+	Cluster string
+	Op      string // "connect", "subscribe", "check topic", "ack", "seek", ...
+	Err     error
+}
+
+func (e *ClusterError) Error() string {
+	return fmt.Sprintf("consumer: cluster %q: %s: %v", e.Cluster, e.Op, e.Err)
+}
+
+func (e *ClusterError) Unwrap() error { return e.Err }
+
+func clusterErr(cluster, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ClusterError{Cluster: cluster, Op: op, Err: err}
+}

@@ -1,0 +1,97 @@
+package consumer
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// ClusterHealth is the state of one cluster's subscription.
+type ClusterHealth struct {
+	Cluster string
+	// Connected is false while the cluster's last probe failed or a probe
+	// has been unanswered for longer than ProbeInterval.
+	Connected bool
+	// Received counts the messages taken from the merged stream; Acked,
+	// Nacked the acknowledgements made (Acked counts only those without
+	// error); Redelivered, the received messages that the broker had
+	// delivered before (RedeliveryCount above 0).
+	Received, Acked, Nacked, Redelivered uint64
+	// Lag is now minus the publish time of the last message received, 0
+	// before the first.
+	Lag time.Duration
+	// Backlog is the subscription's backlog on the cluster (messages not
+	// yet acknowledged), from the cluster's admin API; -1 when the
+	// topology gives no admin URL or the call failed (BacklogErr).
+	Backlog    int64
+	BacklogErr error
+}
+
+// Health returns the state of every cluster, in topology order. It asks
+// the admin API of each cluster that has one for the backlog, in
+// parallel, bounded by ctx; the rest is read from counters.
+func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
+	if c == nil {
+		return nil
+	}
+	out := make([]ClusterHealth, len(c.clusters))
+	var wg sync.WaitGroup
+	for i, k := range c.clusters {
+		h := &out[i]
+		*h = ClusterHealth{
+			Cluster: k.name, Connected: k.connected(c.cfg.probeEvery),
+			Received: k.delivered.Load(), Acked: k.acked.Load(), Nacked: k.nacked.Load(),
+			Redelivered: k.redelivered.Load(), Lag: since(k.lastPublish.Load()), Backlog: -1,
+		}
+		if k.admin == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := backlog(ctx, k.topo, c.cfg.topic, c.cfg.subscription, k.link.partitioned)
+			if err != nil {
+				h.BacklogErr = clusterErr(k.name, "backlog", err)
+				return
+			}
+			h.Backlog = n
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (k *cluster) connected(interval time.Duration) bool {
+	if !k.probeOK.Load() {
+		return false
+	}
+	return since(k.probeStart.Load()) <= interval
+}
+
+// monitor probes every cluster each ProbeInterval, one probe per cluster
+// at a time, until Close.
+func (c *Consumer) monitor() {
+	defer c.pumps.Done()
+	t := time.NewTicker(c.cfg.probeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closing:
+			return
+		case <-t.C:
+		}
+		for _, k := range c.clusters {
+			if k.link.probe == nil || k.probeStart.Load() != 0 {
+				continue
+			}
+			k.probeStart.Store(time.Now().UnixNano())
+			c.probes.Add(1)
+			go func() {
+				defer c.probes.Done()
+				err := k.link.probe()
+				k.probeOK.Store(err == nil)
+				k.probeStart.Store(0)
+			}()
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package consumer
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// ID identifies a message across the clusters of a topology: the cluster
+// it was read from, its partition there, and its Pulsar message ID. IDs
+// can be kept and acknowledged later with AckID; they are comparable only
+// through their fields.
+type ID struct {
+	Cluster   string
+	Partition int
+	Pulsar    pulsar.MessageID
+
+	idx int // the cluster's index in the Consumer, plus one (0: not set)
+}
+
+func (id ID) String() string {
+	if id.Pulsar == nil {
+		return id.Cluster + "/-"
+	}
+	return fmt.Sprintf("%s/%d/%d:%d:%d", id.Cluster, id.Partition,
+		id.Pulsar.LedgerID(), id.Pulsar.EntryID(), id.Pulsar.BatchIdx())
+}
+
+// Message is one message read from one of the clusters.
+type Message struct {
+	Key        string
+	Value      []byte
+	Properties map[string]string
+	// EventTime is the time the producer set, zero when it set none.
+	EventTime time.Time
+	// PublishTime is when the producing client published it.
+	PublishTime time.Time
+	// RedeliveryCount is how many times the broker has delivered it
+	// before (it counts nacks and, on Shared and KeyShared subscriptions,
+	// redeliveries after a consumer left).
+	RedeliveryCount uint32
+	ID              ID
+
+	raw pulsar.Message
+}
+
+// Raw is the pulsar-client-go message, for fields keyroute does not copy.
+func (m *Message) Raw() pulsar.Message { return m.raw }
+
+func newMessage(raw pulsar.Message, cluster string, idx int) *Message {
+	mid := raw.ID()
+	return &Message{
+		Key:             raw.Key(),
+		Value:           raw.Payload(),
+		Properties:      raw.Properties(),
+		EventTime:       raw.EventTime(),
+		PublishTime:     raw.PublishTime(),
+		RedeliveryCount: raw.RedeliveryCount(),
+		ID:              ID{Cluster: cluster, Partition: int(mid.PartitionIdx()), Pulsar: mid, idx: idx + 1},
+		raw:             raw,
+	}
+}

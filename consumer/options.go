@@ -1,0 +1,214 @@
+package consumer
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// SubscriptionType is how a subscription shares a partition among the
+// consumers attached to it, on every cluster (Pulsar's four types).
+type SubscriptionType int
+
+// Subscription types. Exclusive is the default, as in Pulsar.
+const (
+	// Exclusive: one consumer per subscription; a second is refused.
+	Exclusive SubscriptionType = iota
+	// Failover: one active consumer per partition, others on standby.
+	Failover
+	// Shared: messages spread over the consumers, no order.
+	Shared
+	// KeyShared: each key goes to one consumer at a time, in order.
+	KeyShared
+)
+
+var subTypes = [...]struct {
+	name  string
+	typ   pulsar.SubscriptionType
+	cumul bool // cumulative acks allowed
+}{
+	Exclusive: {"exclusive", pulsar.Exclusive, true},
+	Failover:  {"failover", pulsar.Failover, true},
+	Shared:    {"shared", pulsar.Shared, false},
+	KeyShared: {"key_shared", pulsar.KeyShared, false},
+}
+
+func (t SubscriptionType) String() string {
+	if t >= 0 && int(t) < len(subTypes) {
+		return subTypes[t].name
+	}
+	return fmt.Sprintf("SubscriptionType(%d)", int(t))
+}
+
+// Position is where a new subscription starts on a cluster. An existing
+// subscription keeps its position.
+type Position int
+
+// Positions. Latest is the default, as in Pulsar.
+const (
+	Latest   Position = iota // only messages published after subscribing
+	Earliest                 // every message still stored
+)
+
+func (p Position) String() string {
+	switch p {
+	case Latest:
+		return "latest"
+	case Earliest:
+		return "earliest"
+	}
+	return fmt.Sprintf("Position(%d)", int(p))
+}
+
+// Defaults for options that are not given.
+const (
+	DefaultMaxBuffered         = 5000
+	DefaultNackRedeliveryDelay = time.Minute
+	DefaultAckGroupingTime     = 100 * time.Millisecond
+	DefaultAckGroupingMessages = 1000
+	DefaultProbeInterval       = time.Second
+)
+
+// cfg is the validated configuration of a Consumer.
+type cfg struct {
+	topic           string
+	subscription    string
+	subType         SubscriptionType
+	position        Position
+	name            string
+	maxBuffered     int
+	nackDelay       time.Duration
+	ackGroupTime    time.Duration
+	ackGroupMsgs    int
+	ackWithResponse bool
+	probeEvery      time.Duration
+	requireTopic    bool
+	observer        Observer
+	logger          *slog.Logger
+	configureClient func(cluster string, o *pulsar.ClientOptions)
+	connect         connector
+}
+
+func defaultCfg() cfg {
+	return cfg{
+		maxBuffered:  DefaultMaxBuffered,
+		nackDelay:    DefaultNackRedeliveryDelay,
+		ackGroupTime: DefaultAckGroupingTime,
+		ackGroupMsgs: DefaultAckGroupingMessages,
+		probeEvery:   DefaultProbeInterval,
+		requireTopic: true,
+		connect:      pulsarConnector{},
+	}
+}
+
+func (c *cfg) validate() error {
+	switch {
+	case c.topic == "":
+		return ErrNoTopic
+	case c.subscription == "":
+		return ErrNoSubscription
+	case c.subType < Exclusive || c.subType > KeyShared:
+		return badOption("Type", c.subType, "unknown subscription type")
+	case c.position < Latest || c.position > Earliest:
+		return badOption("InitialPosition", c.position, "unknown position")
+	case c.maxBuffered < 1:
+		return badOption("MaxBuffered", c.maxBuffered, "must be >= 1")
+	case c.nackDelay <= 0:
+		return badOption("NackRedeliveryDelay", c.nackDelay, "must be > 0")
+	case c.ackGroupTime < 0:
+		return badOption("AckGrouping", c.ackGroupTime, "time must be >= 0")
+	case c.ackGroupMsgs < 0:
+		return badOption("AckGrouping", c.ackGroupMsgs, "messages must be >= 0")
+	case c.probeEvery <= 0:
+		return badOption("ProbeInterval", c.probeEvery, "must be > 0")
+	}
+	return nil
+}
+
+func badOption(opt string, v any, want string) error {
+	return fmt.Errorf("%w: %s(%v): %s", ErrBadOption, opt, v, want)
+}
+
+// Opt configures a Consumer.
+type Opt interface{ apply(*cfg) }
+
+type optFunc func(*cfg)
+
+func (f optFunc) apply(c *cfg) { f(c) }
+
+// Topic sets the topic to read on every cluster (required), e.g.
+// "persistent://public/default/events". Each cluster's partitions are
+// found there.
+func Topic(name string) Opt { return optFunc(func(c *cfg) { c.topic = name }) }
+
+// Subscription sets the subscription name, the same on every cluster
+// (required). Acknowledgements are kept by the brokers under that name, so
+// a consumer started again with it resumes where the last one stopped.
+func Subscription(name string) Opt { return optFunc(func(c *cfg) { c.subscription = name }) }
+
+// Type sets the subscription type (default Exclusive). A subscription that
+// already exists on a cluster with another type fails New with an error
+// naming that cluster.
+func Type(t SubscriptionType) Opt { return optFunc(func(c *cfg) { c.subType = t }) }
+
+// InitialPosition sets where a new subscription starts (default Latest).
+func InitialPosition(p Position) Opt { return optFunc(func(c *cfg) { c.position = p }) }
+
+// Name names this consumer on every cluster (the broker shows it in topic
+// stats); default: chosen by the broker.
+func Name(name string) Opt { return optFunc(func(c *cfg) { c.name = name }) }
+
+// MaxBuffered bounds the messages received from the brokers and not yet
+// taken by Receive or from Chan, over all clusters (default
+// DefaultMaxBuffered). It is split evenly over the partitions of every
+// cluster as pulsar-client-go's receiver queue (at least one message each),
+// so memory is bounded by MaxBuffered times the largest message, plus a
+// few messages per cluster in hand between the stages.
+func MaxBuffered(n int) Opt { return optFunc(func(c *cfg) { c.maxBuffered = n }) }
+
+// NackRedeliveryDelay sets how long after a Nack the message comes again
+// (default DefaultNackRedeliveryDelay).
+func NackRedeliveryDelay(d time.Duration) Opt { return optFunc(func(c *cfg) { c.nackDelay = d }) }
+
+// AckGrouping sets how acknowledgements are batched to the brokers: sent
+// when n are waiting or after d (defaults DefaultAckGroupingMessages and
+// DefaultAckGroupingTime). d = 0 sends each at once. A process that dies
+// loses the acknowledgements not yet sent: those messages come again.
+func AckGrouping(n int, d time.Duration) Opt {
+	return optFunc(func(c *cfg) { c.ackGroupMsgs, c.ackGroupTime = n, d })
+}
+
+// AckWithResponse makes Ack, AckID and AckCumulative wait until the broker
+// has recorded the acknowledgement, and return its error (default off:
+// they return once the acknowledgement is queued). With it on, a message
+// whose Ack returned nil never comes again to the subscription.
+func AckWithResponse(on bool) Opt { return optFunc(func(c *cfg) { c.ackWithResponse = on }) }
+
+// ProbeInterval sets how often each cluster is probed with a topic lookup
+// (a broker round trip that reads nothing) for Health's Connected (default
+// DefaultProbeInterval). A probe still unanswered after one interval
+// counts as not connected.
+func ProbeInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.probeEvery = d }) }
+
+// RequireTopic makes New check, on every cluster whose topology entry has
+// an admin URL, that the topic exists before subscribing (default on): a
+// broker that creates topics on first use would otherwise create an empty
+// one, and the consumer would wait on it for ever. A cluster without an
+// admin URL is not checked.
+func RequireTopic(on bool) Opt { return optFunc(func(c *cfg) { c.requireTopic = on }) }
+
+// Observe sets an observer of every message and acknowledgement (see
+// Observer); plugin/kotel provides one.
+func Observe(o Observer) Opt { return optFunc(func(c *cfg) { c.observer = o }) }
+
+// Logger sets a logger for pulsar-client-go's logs, with a "cluster"
+// attribute (default: none).
+func Logger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.logger = l }) }
+
+// ConfigureClient lets fn adjust each cluster's pulsar-client-go client
+// options after keyroute has filled them in from the topology.
+func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
+	return optFunc(func(c *cfg) { c.configureClient = fn })
+}

@@ -1,0 +1,145 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/keyroute/keyroute/topology"
+)
+
+// stream is the part of a pulsar-client-go consumer (over every partition
+// of the topic on one cluster) that the Consumer uses; pulsar.Consumer
+// has it. Unit tests substitute fakes.
+type stream interface {
+	Chan() <-chan pulsar.ConsumerMessage
+	Ack(pulsar.Message) error
+	AckID(pulsar.MessageID) error
+	AckCumulative(pulsar.Message) error
+	AckIDCumulative(pulsar.MessageID) error
+	Nack(pulsar.Message)
+	NackID(pulsar.MessageID)
+	SeekByTime(time.Time) error
+	Close()
+}
+
+// link is an open subscription on one cluster.
+type link struct {
+	stream      stream
+	partitioned bool // the topic is partitioned there (for the admin API)
+	// probe makes a broker round trip that reads nothing (a topic
+	// lookup), for Health; nil: never probe (always connected).
+	probe func() error
+	// close releases the connection after the stream is closed.
+	close func()
+}
+
+// subConfig is what a connector needs to subscribe on one cluster.
+type subConfig struct {
+	cfg
+	share int // this cluster's share of MaxBuffered
+}
+
+// connector subscribes on one cluster.
+type connector interface {
+	connect(ctx context.Context, cl topology.Cluster, sc subConfig) (*link, error)
+}
+
+// pulsarConnector subscribes with pulsar-client-go.
+type pulsarConnector struct{}
+
+func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, sc subConfig) (*link, error) {
+	opts, err := cl.ClientOptions()
+	if err != nil {
+		return nil, clusterErr(cl.Name, "connect", err)
+	}
+	opts.Logger = plog.DefaultNopLogger()
+	if sc.logger != nil {
+		opts.Logger = plog.NewLoggerWithSlog(sc.logger.With("cluster", cl.Name))
+	}
+	labelMetrics(&opts, cl.Name)
+	if sc.configureClient != nil {
+		sc.configureClient(cl.Name, &opts)
+	}
+	if sc.requireTopic && cl.AdminURL != "" {
+		if err := topicExists(ctx, cl, sc.topic); err != nil {
+			return nil, clusterErr(cl.Name, "check topic", err)
+		}
+	}
+	client, err := pulsar.NewClient(opts)
+	if err != nil {
+		return nil, clusterErr(cl.Name, "connect", err)
+	}
+	l, err := subscribe(ctx, client, sc)
+	if err != nil {
+		client.Close()
+		return nil, clusterErr(cl.Name, "subscribe", err)
+	}
+	return l, nil
+}
+
+// subscribe looks the topic's partitions up and subscribes on all of
+// them. pulsar-client-go's calls take no ctx; they are bounded by the
+// client's operation timeout, and ctx is checked between them.
+func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, error) {
+	parts, err := client.TopicPartitions(sc.topic)
+	if err != nil {
+		return nil, fmt.Errorf("look up partitions of %q: %w", sc.topic, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	queue := max(1, sc.share/max(1, len(parts)))
+	o := pulsar.ConsumerOptions{
+		Topic:                       sc.topic,
+		SubscriptionName:            sc.subscription,
+		Type:                        subTypes[sc.subType].typ,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionLatest,
+		Name:                        sc.name,
+		ReceiverQueueSize:           queue,
+		NackRedeliveryDelay:         sc.nackDelay,
+		AckWithResponse:             sc.ackWithResponse,
+		AckGroupingOptions: &pulsar.AckGroupingOptions{
+			MaxSize: uint32(sc.ackGroupMsgs),
+			MaxTime: sc.ackGroupTime,
+		},
+		// Small: the Consumer's own stage holds one message per cluster.
+		MessageChannel: make(chan pulsar.ConsumerMessage, min(queue, 10)),
+	}
+	if sc.position == Earliest {
+		o.SubscriptionInitialPosition = pulsar.SubscriptionPositionEarliest
+	}
+	pc, err := client.Subscribe(o)
+	if err != nil {
+		return nil, err
+	}
+	topic := sc.topic
+	return &link{
+		stream:      pc,
+		partitioned: len(parts) > 1 || (len(parts) == 1 && strings.Contains(parts[0], partitionSuffix)),
+		probe: func() error {
+			_, err := client.TopicPartitions(topic)
+			return err
+		},
+		close: client.Close,
+	}, nil
+}
+
+// partitionSuffix marks the name of one partition of a partitioned topic.
+const partitionSuffix = "-partition-"
+
+// labelMetrics labels the client's metrics with its cluster: pulsar-client-go
+// v0.21.0 registers every client's collectors in one registerer, with the
+// labels as const labels, so N clients would otherwise share one series.
+func labelMetrics(o *pulsar.ClientOptions, cluster string) {
+	labels := make(map[string]string, len(o.CustomMetricsLabels)+1)
+	for k, v := range o.CustomMetricsLabels {
+		labels[k] = v
+	}
+	labels["cluster"] = cluster
+	o.CustomMetricsLabels = labels
+}
