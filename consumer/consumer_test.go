@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -265,4 +267,25 @@ func waitFor(t *testing.T, cond func() bool) {
 	for !cond() {
 		time.Sleep(time.Millisecond)
 	}
+}
+
+func TestHealthAsksTheAdminAPIForTheBacklog(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/admin/v2/persistent/public/default/t/stats" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(`{"subscriptions":{"s":{"msgBacklog":17}}}`))
+	}))
+	defer srv.Close()
+	bed := newFakeBed(1)
+	tp := topo(2)
+	tp.Clusters[0].AdminURL = srv.URL
+	c, err := consumer.New(context.Background(), tp, consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect))
+	require.NoError(t, err)
+	defer c.Close()
+	h := c.Health(context.Background())
+	assert.Equal(t, int64(17), h[0].Backlog)
+	assert.NoError(t, h[0].BacklogErr)
+	assert.Equal(t, int64(-1), h[1].Backlog, "no admin URL")
 }

@@ -173,9 +173,11 @@ func MaxBuffered(n int) Opt { return optFunc(func(c *cfg) { c.maxBuffered = n })
 func NackRedeliveryDelay(d time.Duration) Opt { return optFunc(func(c *cfg) { c.nackDelay = d }) }
 
 // AckGrouping sets how acknowledgements are batched to the brokers: sent
-// when n are waiting or after d (defaults DefaultAckGroupingMessages and
-// DefaultAckGroupingTime). d = 0 sends each at once. A process that dies
-// loses the acknowledgements not yet sent: those messages come again.
+// when n are waiting or d after the last sending (defaults
+// DefaultAckGroupingMessages and DefaultAckGroupingTime). n <= 1 or d = 0
+// sends each at once (pulsar-client-go would never send a group left short
+// of n with d = 0). A process that dies loses the acknowledgements not yet
+// sent: those messages come again. AckWithResponse overrides it.
 func AckGrouping(n int, d time.Duration) Opt {
 	return optFunc(func(c *cfg) { c.ackGroupMsgs, c.ackGroupTime = n, d })
 }

@@ -103,10 +103,7 @@ func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, 
 		ReceiverQueueSize:           queue,
 		NackRedeliveryDelay:         sc.nackDelay,
 		AckWithResponse:             sc.ackWithResponse,
-		AckGroupingOptions: &pulsar.AckGroupingOptions{
-			MaxSize: uint32(sc.ackGroupMsgs),
-			MaxTime: sc.ackGroupTime,
-		},
+		AckGroupingOptions:          ackGrouping(sc.cfg),
 		// Small: the Consumer's own stage holds one message per cluster.
 		MessageChannel: make(chan pulsar.ConsumerMessage, min(queue, 10)),
 	}
@@ -142,4 +139,13 @@ func labelMetrics(o *pulsar.ClientOptions, cluster string) {
 	}
 	labels["cluster"] = cluster
 	o.CustomMetricsLabels = labels
+}
+
+// ackGrouping maps AckGrouping to pulsar-client-go's options, where a
+// MaxSize of 1 or less acknowledges at once.
+func ackGrouping(c cfg) *pulsar.AckGroupingOptions {
+	if c.ackGroupTime == 0 {
+		return &pulsar.AckGroupingOptions{MaxSize: 0}
+	}
+	return &pulsar.AckGroupingOptions{MaxSize: uint32(c.ackGroupMsgs), MaxTime: c.ackGroupTime}
 }
