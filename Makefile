@@ -3,7 +3,7 @@
 # through the Go proxy, Pulsar 4.0.8 through Maven (see internal/testbed).
 #
 # The repository is a Go workspace (go.work) of six modules: the SDK (the
-# root: topology, router, producer), internal (test bed, admin, ingest),
+# root: topology, router, producer, consumer), internal (test bed, admin, ingest),
 # plugin/kotel, plugin/kzap, examples and e2e. The package pattern `work`
 # names every package of every module; .ci/modules checks that each module
 # also builds alone.
