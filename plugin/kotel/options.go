@@ -19,12 +19,19 @@ type cfg struct {
 	durs    *Durations
 }
 
-// Opt configures an Observer.
-type Opt interface{ apply(*cfg) }
+// Opt configures an Observer. Every Opt is also a ConsumerOpt: the
+// providers, the propagator and WithTracing mean the same for a
+// ConsumerObserver.
+type Opt interface {
+	ConsumerOpt
+	apply(*cfg)
+}
 
 type optFunc func(*cfg)
 
 func (f optFunc) apply(c *cfg) { f(c) }
+
+func (f optFunc) applyConsumer(c *consumerCfg) { f(&c.cfg) }
 
 // WithMeterProvider sets the MeterProvider the metrics are recorded with
 // (default: otel.GetMeterProvider() at New). nil keeps the default.
@@ -61,7 +68,9 @@ func WithPropagator(p propagation.TextMapPropagator) Opt {
 // propagates trace context in the message properties (default true). With
 // false it records the metrics only: no span is started, no property is
 // written and OnStart always returns nil: about a third of the cost per
-// message of a tracer that samples nothing (see the package doc).
+// message of a tracer that samples nothing (see the package doc). A
+// ConsumerObserver with false starts no receive span and reads no
+// property; its ContextFrom still extracts with the propagator.
 func WithTracing(on bool) Opt {
 	return optFunc(func(c *cfg) { c.tracing = on })
 }
@@ -70,7 +79,7 @@ func WithTracing(on bool) Opt {
 // in d instead of in a histogram of the MeterProvider, which then has no
 // such instrument: register d on the reader (see Durations). Recording
 // costs about a tenth of the synchronous histogram's per message. nil keeps
-// the default.
+// the default. A ConsumerObserver records no duration and ignores it.
 func WithDurations(d *Durations) Opt {
 	return optFunc(func(c *cfg) { c.durs = d })
 }
