@@ -1,15 +1,24 @@
-// Package kotel is the OpenTelemetry adapter for keyroute: an
+// Package kotel is the OpenTelemetry adapter for keyroute: Observer, an
 // implementation of producer.Observer that records the messaging semantic
 // conventions' client metrics and a PRODUCER span for every message, and
-// propagates the span's trace context in the message properties.
+// propagates the span's trace context in the message properties; and
+// ConsumerObserver, an implementation of consumer.Observer that counts the
+// messages received and settled and records a receive span linked to the
+// producer's (see Consumer below).
 //
 // Data flows topology -> router -> producer -> (observer) kotel: the
 // producer calls OnStart when a message is handed over and OnDone once with
-// its outcome; kotel owns nothing else and never blocks.
+// its outcome; kotel owns nothing else and never blocks. On the other side,
+// topology -> consumer -> (observer) kotel: the consumer calls OnReceive,
+// OnAck and OnNack.
 //
 //	obs, err := kotel.New() // global providers and propagator
 //	if err != nil { ... }
 //	p, err := producer.New(ctx, topo, producer.Topic(topic), producer.Observe(obs))
+//
+// Files: observer.go, attrs.go, carrier.go, errtype.go, durations.go and
+// options.go hold the producer's Observer; consumer_*.go the
+// ConsumerObserver.
 //
 // # Semantic conventions
 //
@@ -114,4 +123,77 @@
 // ParentBased(TraceIDRatioBased(r)) sampling, which keeps the cost of every
 // unsampled message at the figure above and adds the sampled spans' in
 // proportion to r. See bench_test.go here and e2e/telemetry.
+//
+// # Consumer
+//
+// NewConsumerObserver takes the same providers, propagator and WithTracing
+// (WithDurations does not apply), and what consumer.Observer's callbacks do
+// not say, as given to consumer.New: WithTopic, WithSubscription and
+// WithTopology (for server.address). One ConsumerObserver serves the
+// Consumers of one topic and subscription:
+//
+//	obs, err := kotel.NewConsumerObserver(kotel.WithTopic(topic),
+//		kotel.WithSubscription(sub), kotel.WithTopology(topo))
+//	if err != nil { ... }
+//	c, err := consumer.New(ctx, topo, consumer.Topic(topic),
+//		consumer.Subscription(sub), consumer.Observe(obs))
+//
+// It records, with the conventions v1.43.0 as above:
+//
+//   - counter messaging.client.consumed.messages ({message}): one per
+//     OnReceive, observed like the sent counter. The consumer calls
+//     OnReceive when a cluster's pump reads the message, before the
+//     application takes it, so a message dropped by SeekByTime or Close
+//     (at most one per cluster each time) is counted though never
+//     delivered;
+//   - span "receive {topic}" ("receive" without WithTopic), kind CLIENT
+//     (the kind v1.43.0 gives receive operations; v1.24.0 and before said
+//     CONSUMER), per message, started and ended in OnReceive: the
+//     Observer sees when a message is read, not a wait for it, so the span
+//     marks that moment. It has no parent (there is no caller's ctx) and
+//     links to the producer's span, read from the message properties with
+//     the propagator; a message that carries none gets no link. Being a
+//     root span, it is sampled by the sampler's root decision
+//     (ParentBased's root sampler), not by the producer's. It carries
+//     messaging.message.id (consumer.ID.String());
+//   - counter keyroute.consumer.settle.operations ({operation}): one per
+//     OnAck (messaging.operation.name "ack": Ack, AckID, AckCumulative and
+//     AckIDCumulative alike, so a cumulative acknowledgement counts once,
+//     whatever it settles) and per OnNack ("nack"), with
+//     messaging.operation.type=settle, and error.type on an
+//     acknowledgement that failed. The conventions define no settlement
+//     counter, so its name is kotel's own, outside the messaging
+//     namespace. It records no messaging.client.operation.duration: with
+//     acknowledgement grouping (the consumer's default) Ack returns once
+//     the acknowledgement is queued, so a duration would time a queue
+//     insert, and OnAck has no start time anyway. Nor a settle span:
+//     OnAck has neither a ctx to parent it nor the message to link it to.
+//
+// Every point and span carries messaging.system=pulsar,
+// messaging.operation.name and messaging.operation.type,
+// messaging.destination.name (WithTopic), messaging.consumer.group.name
+// (the subscription name, WithSubscription: a Pulsar subscription is a
+// named cursor shared by the consumers attached to it, the role of a Kafka
+// consumer group; the conventions have no Pulsar page to say otherwise),
+// messaging.destination.partition.id, server.address and server.port (the
+// first host of the cluster's service URL in WithTopology) and
+// keyroute.cluster. An attribute whose option was not given is left out.
+//
+// error.type on a failed acknowledgement is "canceled" or
+// "deadline_exceeded" for a ctx that ended, "closed" for consumer.ErrClosed,
+// else the Go type of the cause as semconv.ErrorType names it
+// (pulsar-client-go v0.21.0's errors are "*pulsar.Error" or, for those it
+// makes with errors.New, a closed consumer's among them,
+// "*errors.errorString").
+//
+// ContextFrom continues the producer's trace where the application
+// processes a message: it returns a ctx whose remote parent is the
+// producer's span, for a child span, or for trace.LinkFromContext where
+// the processing runs in another span's scope (the conventions' default).
+//
+// Cost per message received and acknowledged (go test -bench
+// ConsumerObserver -cpu 1, medians of 3, the same machine as above):
+// WithTracing(false) 75 ns and no allocation; a receive span the sampler
+// drops 1.4 us, 8 allocs (extracting the producer's context, the link and
+// the SDK's unsampled span); a sampled one 6.6 us, 16 allocs, 2.7 KB.
 package kotel
