@@ -9,11 +9,10 @@
 //	broker (cluster c, partition p) -> pulsar-client-go's receiver queue
 //	  (MaxBuffered, split over the partitions of every cluster)
 //	c's pump goroutine: reads one message at a time, in partition order
-//	  Observer.OnReceive
 //	merged stream (unbuffered): the pumps offer one message each and
 //	  take turns in the order they offered (a busy cluster cannot starve
 //	  the others; a silent or unreachable one holds nobody up)
-//	Receive(ctx) or Chan(): the caller takes it
+//	Receive(ctx) or Chan(): the caller takes it; Observer.OnReceive
 //	Ack / Nack / AckCumulative by message or ID -> c's pulsar-client-go
 //	  consumer (acknowledgements grouped as AckGrouping says)
 //

@@ -4,12 +4,15 @@ package consumer
 // methods run on hot paths and must be safe for concurrent use, fast, and
 // never block:
 //
-//   - OnReceive, on the cluster's pump goroutine, when a message is read
-//     from its cluster and before it is offered to the merged stream (a
-//     message dropped by SeekByTime or Close was observed but never
-//     taken);
-//   - OnAck after each Ack, AckID, AckCumulative and AckIDCumulative on a
-//     known cluster, with its error, on the caller's goroutine;
+//   - OnReceive, on the cluster's pump goroutine, once a message has been
+//     taken from the merged stream (so possibly while the caller already
+//     processes and acknowledges it; messages read from a cluster but
+//     dropped by SeekByTime or Close are not observed);
+//   - OnAck after each Ack, AckID, AckCumulative and AckIDCumulative that
+//     reached a cluster's pulsar-client-go consumer, with its error, on
+//     the caller's goroutine (calls refused before, for an unknown
+//     cluster, a closed Consumer or a cumulative ack on a Shared
+//     subscription, return their error without being observed);
 //   - OnNack after each Nack and NackID, on the caller's goroutine.
 //
 // Observers must not modify the message.

@@ -24,9 +24,6 @@ func (c *Consumer) pump(k *cluster) {
 		case <-c.closing:
 			return
 		}
-		if obs := c.cfg.observer; obs != nil {
-			obs.OnReceive(m)
-		}
 		// Counted before the offer, so that a caller holding m sees it
 		// counted; taken back if m is dropped.
 		k.delivered.Add(1)
@@ -36,6 +33,9 @@ func (c *Consumer) pump(k *cluster) {
 		k.lastPublish.Store(m.PublishTime.UnixNano())
 		select {
 		case c.out <- m:
+			if obs := c.cfg.observer; obs != nil {
+				obs.OnReceive(m)
+			}
 		case resume := <-k.pause:
 			// m was read before the seek: drop it.
 			k.uncount(m)
