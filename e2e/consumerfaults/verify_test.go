@@ -1,0 +1,152 @@
+//go:build e2e
+
+package consumerfaults
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/keyroute/keyroute/consumer"
+	"github.com/keyroute/keyroute/producer"
+)
+
+// fault is when the victim was killed and restarted.
+type fault struct {
+	victim              string
+	killBegan, killDone time.Time
+	restartBegan        time.Time
+	forgetWindow        time.Duration // see forgotten
+}
+
+// dupClass is why a message came more than once.
+type dupClass int
+
+const (
+	// notRecorded: the first copy's Ack had not been answered (or failed)
+	// when the copy came again: a legitimate redelivery.
+	notRecorded dupClass = iota
+	// afterRestart: the first copy came while its cluster was down, or
+	// just before, and its Ack was answered only by the restarted broker,
+	// which redelivers from its persisted position as soon as the
+	// consumer has reconnected, before it reads the acks that waited for
+	// the reconnection: legitimate, the ack was not recorded when the
+	// broker redelivered.
+	afterRestart
+	// forgotten: the Ack was answered by the killed broker shortly before
+	// the kill, within forgetWindow: the broker answers an ack before it
+	// writes the position to its cursor ledger, at most markDeleteRate
+	// times a second, so a SIGKILL loses the last ones. Pulsar's
+	// at-least-once, not the consumer's doing; counted apart.
+	forgotten
+	// writtenTwice: the same payload under two message IDs: the producer
+	// side wrote it twice (deduplication should prevent it).
+	writtenTwice
+	// unexplained: anything else, e.g. a recorded ack forgotten on a
+	// healthy cluster or long before the kill.
+	unexplained
+	dupClasses
+)
+
+var dupNames = [dupClasses]string{"ack not recorded", "ack answered only after the restart", "ack forgotten by the killed broker", "written twice", "unexplained"}
+
+// checkResult is what verify found.
+type checkResult struct {
+	taken, acked, unknownTaken int
+	dups                       [dupClasses]int
+	firstForgotten             time.Duration // the earliest forgotten ack, before the kill
+}
+
+func (c checkResult) String() string {
+	s := fmt.Sprintf("taken %d, acknowledged by the producer %d (all taken), written with an unknown outcome and taken %d; duplicates:",
+		c.taken, c.acked, c.unknownTaken)
+	for i, n := range c.dups {
+		s += fmt.Sprintf(" %s %d;", dupNames[i], n)
+	}
+	if c.dups[forgotten] > 0 {
+		s += fmt.Sprintf(" earliest forgotten ack answered %s before the kill", c.firstForgotten.Round(time.Millisecond))
+	}
+	return s
+}
+
+// verify checks the deliveries against what the producer sent: nothing
+// it acknowledged is missing, nothing it refused as not written came,
+// each message came from the cluster its key is placed on, each key's
+// first copies came in the order sent, and every duplicate is classified.
+func verify(got []*delivery, msgs map[string]sent, f fault) checkResult {
+	GinkgoHelper()
+	var res checkResult
+	taken := map[string][]*delivery{}
+	last := map[string]int{}
+	for _, d := range got {
+		s, ok := msgs[d.payload]
+		Expect(ok).To(BeTrue(), "payload %q was never sent", d.payload)
+		Expect(d.id.Cluster).To(Equal(s.cluster), "%s taken from the cluster its key is placed on", d.payload)
+		prev := taken[d.payload]
+		taken[d.payload] = append(prev, d)
+		res.taken++
+		if len(prev) > 0 {
+			c, before := classify(prev, d, f)
+			res.dups[c]++
+			if c == forgotten {
+				res.firstForgotten = max(res.firstForgotten, before)
+			}
+			continue
+		}
+		if s.err != nil {
+			Expect(producer.NotWritten(s.err)).To(BeFalse(), "%s was refused as not written, yet it came: %v", d.payload, s.err)
+			res.unknownTaken++
+		}
+		if n, ok := last[d.key]; ok {
+			Expect(d.seq).To(BeNumerically(">", n), "key %s out of order on %s", d.key, d.id.Cluster)
+		}
+		last[d.key] = d.seq
+	}
+	missing := map[string]int{}
+	for p, s := range msgs {
+		Expect(s.done).To(BeTrue(), "%s has an outcome", p)
+		if s.err != nil {
+			continue
+		}
+		res.acked++
+		if len(taken[p]) == 0 {
+			missing[s.cluster]++
+			continue
+		}
+		Expect(taken[p][0].id.Cluster).To(Equal(s.id.Cluster), "%s taken where its producer ID says", p)
+	}
+	Expect(missing).To(BeEmpty(), "acknowledged by the producer but never taken, per cluster")
+	return res
+}
+
+// classify says why d is a copy of an earlier delivery of its payload,
+// and for a forgotten ack how long before the kill it was answered.
+func classify(prev []*delivery, d *delivery, f fault) (dupClass, time.Duration) {
+	var first *delivery
+	for _, p := range prev {
+		if sameID(p.id, d.id) {
+			first = p
+		}
+	}
+	switch {
+	case first == nil:
+		return writtenTwice, 0
+	case !first.recorded(d.at):
+		return notRecorded, 0
+	case d.id.Cluster != f.victim:
+		return unexplained, 0
+	case first.ackEnded.After(f.restartBegan):
+		return afterRestart, 0
+	case first.ackEnded.Before(f.killDone) && f.killBegan.Sub(first.ackEnded) <= f.forgetWindow:
+		return forgotten, max(0, f.killBegan.Sub(first.ackEnded))
+	}
+	return unexplained, 0
+}
+
+func sameID(a, b consumer.ID) bool {
+	return a.Cluster == b.Cluster && a.Partition == b.Partition &&
+		a.Pulsar.LedgerID() == b.Pulsar.LedgerID() && a.Pulsar.EntryID() == b.Pulsar.EntryID() &&
+		a.Pulsar.BatchIdx() == b.Pulsar.BatchIdx()
+}
