@@ -32,6 +32,7 @@ type Consumer struct {
 	pumps     sync.WaitGroup // the pumps and the monitor
 	probes    sync.WaitGroup // probes in flight
 	seekMu    sync.Mutex     // one SeekByTime at a time
+	detach    func()         // from the shared clients (WithClients); nil without
 }
 
 // cluster is the Consumer's state for one cluster.
@@ -78,6 +79,11 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 	if err := topo.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadTopology, err)
 	}
+	if c.clients != nil {
+		if err := c.clients.Check(topo); err != nil {
+			return nil, err
+		}
+	}
 	n := len(topo.Clusters)
 	links := make([]*link, n)
 	errs := make([]error, n)
@@ -108,6 +114,14 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 		k.probeOK.Store(true)
 		co.clusters = append(co.clusters, k)
 		co.byName[cl.Name] = k
+	}
+	if c.clients != nil {
+		detach, err := c.clients.Attach(func() { _ = co.Close() })
+		if err != nil {
+			co.closeLinks()
+			return nil, err
+		}
+		co.detach = detach
 	}
 	co.pumps.Add(len(co.clusters) + 1)
 	for _, k := range co.clusters {
@@ -164,19 +178,28 @@ func (c *Consumer) Close() error {
 		c.closed.Store(true)
 		close(c.closing)
 		c.pumps.Wait()
-		var wg sync.WaitGroup
-		for _, k := range c.clusters {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				k.link.stream.Close()
-				k.link.close()
-			}()
-		}
-		wg.Wait()
+		c.closeLinks()
 		c.probes.Wait()
+		if c.detach != nil {
+			c.detach()
+		}
 	})
 	return nil
+}
+
+// closeLinks closes every cluster's consumer, then its client (when the
+// Consumer opened it), in parallel.
+func (c *Consumer) closeLinks() {
+	var wg sync.WaitGroup
+	for _, k := range c.clusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k.link.stream.Close()
+			k.link.close()
+		}()
+	}
+	wg.Wait()
 }
 
 // since returns the time from unix ns t to now, 0 for t = 0.

@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/keyroute/keyroute"
 	"github.com/keyroute/keyroute/consumer"
 )
 
@@ -288,4 +290,27 @@ func TestHealthAsksTheAdminAPIForTheBacklog(t *testing.T) {
 	assert.Equal(t, int64(17), h[0].Backlog)
 	assert.NoError(t, h[0].BacklogErr)
 	assert.Equal(t, int64(-1), h[1].Backlog, "no admin URL")
+}
+
+func TestSharedClientsCloseTheConsumersMadeFromThem(t *testing.T) {
+	tp := topo(2)
+	cs, err := keyroute.NewClients(tp)
+	require.NoError(t, err)
+	bed := newFakeBed(1)
+	opts := []consumer.Opt{consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect), consumer.WithClients(cs)}
+	c, err := consumer.New(context.Background(), tp, opts...)
+	require.NoError(t, err)
+
+	other := topo(2)
+	other.Clusters[0].Weight = 2
+	_, err = consumer.New(context.Background(), other, opts...)
+	assert.ErrorIs(t, err, keyroute.ErrOtherTopology)
+	_, err = consumer.New(context.Background(), tp, append(opts, consumer.ConfigureClient(func(string, *pulsar.ClientOptions) {}))...)
+	assert.ErrorIs(t, err, consumer.ErrBadOption, "client settings belong to the shared clients")
+
+	require.NoError(t, cs.Close())
+	_, err = c.Receive(context.Background())
+	assert.ErrorIs(t, err, consumer.ErrClosed, "closing the clients closed the consumer")
+	_, err = consumer.New(context.Background(), tp, opts...)
+	assert.ErrorIs(t, err, keyroute.ErrClosed)
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/keyroute/keyroute"
 )
 
 // SubscriptionType is how a subscription shares a partition among the
@@ -88,6 +90,7 @@ type cfg struct {
 	observer        Observer
 	logger          *slog.Logger
 	configureClient func(cluster string, o *pulsar.ClientOptions)
+	clients         *keyroute.Clients
 	connect         connector
 }
 
@@ -123,6 +126,8 @@ func (c *cfg) validate() error {
 		return badOption("AckGrouping", c.ackGroupMsgs, "messages must be >= 0")
 	case c.probeEvery <= 0:
 		return badOption("ProbeInterval", c.probeEvery, "must be > 0")
+	case c.clients != nil && (c.logger != nil || c.configureClient != nil):
+		return fmt.Errorf("%w: Logger and ConfigureClient configure the clients a Consumer opens itself: with WithClients, give them to keyroute.NewClients", ErrBadOption)
 	}
 	return nil
 }
@@ -214,3 +219,10 @@ func Logger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.logger = l }) 
 func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
 	return optFunc(func(c *cfg) { c.configureClient = fn })
 }
+
+// WithClients makes the Consumer subscribe through cs's clients (see
+// package keyroute) instead of opening clients of its own: New checks that
+// cs was made for the topology it is given (keyroute.ErrOtherTopology).
+// Close leaves the clients open; cs.Close closes the Consumer if it is
+// still open.
+func WithClients(cs *keyroute.Clients) Opt { return optFunc(func(c *cfg) { c.clients = cs }) }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/keyroute/keyroute"
 	"github.com/keyroute/keyroute/topology"
 )
 
@@ -53,32 +53,31 @@ type connector interface {
 type pulsarConnector struct{}
 
 func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, sc subConfig) (*link, error) {
-	opts, err := cl.ClientOptions()
-	if err != nil {
-		return nil, clusterErr(cl.Name, "connect", err)
-	}
-	opts.Logger = plog.DefaultNopLogger()
-	if sc.logger != nil {
-		opts.Logger = plog.NewLoggerWithSlog(sc.logger.With("cluster", cl.Name))
-	}
-	labelMetrics(&opts, cl.Name)
-	if sc.configureClient != nil {
-		sc.configureClient(cl.Name, &opts)
-	}
 	if sc.requireTopic && cl.AdminURL != "" {
 		if err := topicExists(ctx, cl, sc.topic); err != nil {
 			return nil, clusterErr(cl.Name, "check topic", err)
 		}
 	}
-	client, err := pulsar.NewClient(opts)
+	var client pulsar.Client
+	var err error
+	closeClient := func() {}
+	if sc.clients != nil {
+		client, err = sc.clients.Client(cl.Name)
+	} else {
+		client, err = keyroute.Open(cl, false, 0, sc.logger, sc.configureClient)
+		if err == nil {
+			closeClient = client.Close
+		}
+	}
 	if err != nil {
 		return nil, clusterErr(cl.Name, "connect", err)
 	}
 	l, err := subscribe(ctx, client, sc)
 	if err != nil {
-		client.Close()
+		closeClient()
 		return nil, clusterErr(cl.Name, "subscribe", err)
 	}
+	l.close = closeClient
 	return l, nil
 }
 
@@ -122,24 +121,11 @@ func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, 
 			_, err := client.TopicPartitions(topic)
 			return err
 		},
-		close: client.Close,
 	}, nil
 }
 
 // partitionSuffix marks the name of one partition of a partitioned topic.
 const partitionSuffix = "-partition-"
-
-// labelMetrics labels the client's metrics with its cluster: pulsar-client-go
-// v0.21.0 registers every client's collectors in one registerer, with the
-// labels as const labels, so N clients would otherwise share one series.
-func labelMetrics(o *pulsar.ClientOptions, cluster string) {
-	labels := make(map[string]string, len(o.CustomMetricsLabels)+1)
-	for k, v := range o.CustomMetricsLabels {
-		labels[k] = v
-	}
-	labels["cluster"] = cluster
-	o.CustomMetricsLabels = labels
-}
 
 // ackGrouping maps AckGrouping to pulsar-client-go's options, where a
 // MaxSize of 1 or less acknowledges at once.
