@@ -191,4 +191,3 @@ func (cs *Clients) Close() error {
 	}
 	return nil
 }
-
