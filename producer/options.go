@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/keyroute/keyroute"
 )
 
 // Codec is a Pulsar compression codec.
@@ -75,6 +77,7 @@ type cfg struct {
 	probeEvery       time.Duration
 	blockWhenFull    bool
 	configureClient  func(cluster string, o *pulsar.ClientOptions)
+	clients          *keyroute.Clients
 }
 
 func defaultCfg() cfg {
@@ -121,6 +124,10 @@ func (c *cfg) validate() error {
 		return badOption("DownWait", c.downWait, "must be > 0")
 	case c.probeEvery <= 0:
 		return badOption("DownProbeInterval", c.probeEvery, "must be > 0")
+	case c.clients != nil && c.configureClient != nil:
+		return fmt.Errorf("%w: ConfigureClient configures the clients a Producer opens itself: with WithClients, give it to keyroute.NewClients", ErrBadOption)
+	case c.clients != nil && c.transactions && !c.clients.Transactions():
+		return fmt.Errorf("%w: Transactions(true) with WithClients needs clients made with keyroute.Transactions(true)", ErrBadOption)
 	}
 	return nil
 }
@@ -196,6 +203,15 @@ func BlockWhenFull(on bool) Opt { return optFunc(func(c *cfg) { c.blockWhenFull 
 func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
 	return optFunc(func(c *cfg) { c.configureClient = fn })
 }
+
+// WithClients makes the Producer write through cs's clients (see package
+// keyroute) instead of opening a client per cluster: New checks that cs was
+// made for the topology it is given (keyroute.ErrOtherTopology). Close
+// leaves the clients open; cs.Close closes the Producer if it is still
+// open. The clients' memory limit (keyroute.MemoryLimit) is shared by
+// every producer made from them; MemoryLimit still bounds this Producer's
+// buffer.
+func WithClients(cs *keyroute.Clients) Opt { return optFunc(func(c *cfg) { c.clients = cs }) }
 
 // DownPolicy is what happens to messages routed to a cluster that is down.
 type DownPolicy uint8

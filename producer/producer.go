@@ -47,6 +47,8 @@ type Producer struct {
 	bg tracker
 
 	monStop, monDone chan struct{} // the health monitor goroutine
+
+	detach func() // from the shared clients (WithClients); nil without
 }
 
 // New validates the topology and options, connects to every cluster and
@@ -67,6 +69,11 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 	}
 	if err := topo.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadTopology, err)
+	}
+	if c.clients != nil {
+		if err := c.clients.Check(topo); err != nil {
+			return nil, err
+		}
 	}
 	members := make([]router.Member, len(topo.Clusters))
 	var weightSum float64
@@ -105,6 +112,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 			logger:           c.logger,
 			transactions:     c.transactions,
 			configure:        c.configureClient,
+			clients:          c.clients,
 		}
 		wg.Add(1)
 		go func() {
@@ -144,6 +152,14 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 	}
 	p.monStop, p.monDone = make(chan struct{}), make(chan struct{})
 	go p.monitor(p.monStop, p.monDone)
+	if c.clients != nil {
+		detach, err := c.clients.Attach(func() { _ = p.Close(context.Background()) })
+		if err != nil {
+			_ = p.Close(ctx)
+			return nil, err
+		}
+		p.detach = detach
+	}
 	return p, nil
 }
 
@@ -292,6 +308,9 @@ func (p *Producer) close(ctx context.Context) error {
 	}
 	if err != nil {
 		p.log().Warn("keyroute: close could not flush everything", "error", err)
+	}
+	if p.detach != nil {
+		p.detach()
 	}
 	return err
 }

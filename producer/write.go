@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/keyroute/keyroute"
 	"github.com/keyroute/keyroute/topology"
 )
 
@@ -50,6 +50,7 @@ type writerConfig struct {
 	logger           *slog.Logger // nil: no logs
 	transactions     bool
 	configure        func(cluster string, o *pulsar.ClientOptions) // nil: none
+	clients          *keyroute.Clients                             // nil: open a client per cluster
 }
 
 // connector opens one cluster.
@@ -82,27 +83,26 @@ var codecs = map[Codec]pulsar.CompressionType{
 }
 
 func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writerConfig) (*link, error) {
-	opts, err := cl.ClientOptions()
-	if err != nil {
-		return nil, err
+	var client pulsar.Client
+	var err error
+	closeClient := func() {}
+	if wc.clients != nil {
+		client, err = wc.clients.Client(cl.Name)
+	} else {
+		client, err = keyroute.Open(cl, wc.transactions, wc.memoryLimit, wc.logger, wc.configure)
+		if err == nil {
+			closeClient = client.Close
+		}
 	}
-	opts.MemoryLimitBytes = wc.memoryLimit
-	opts.EnableTransaction = wc.transactions
-	opts.Logger = plog.DefaultNopLogger()
-	if wc.logger != nil {
-		opts.Logger = plog.NewLoggerWithSlog(wc.logger.With("cluster", cl.Name))
-	}
-	clientOptions(&opts, cl.Name, wc.configure)
-	client, err := pulsar.NewClient(opts)
 	if err != nil {
 		return nil, err
 	}
 	writers, err := openWriters(ctx, client, wc)
 	if err != nil {
-		client.Close()
+		closeClient()
 		return nil, err
 	}
-	l := &link{writers: writers, close: client.Close, probe: func() error {
+	l := &link{writers: writers, close: closeClient, probe: func() error {
 		_, err := client.TopicPartitions(wc.topic)
 		return err
 	}}
@@ -156,20 +156,3 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]
 
 // errNoWriters guards against a connector returning an empty link.
 var errNoWriters = errors.New("no partition writers")
-
-// clientOptions labels the client's metrics with its cluster and applies
-// the user's ConfigureClient. pulsar-client-go v0.21.0 registers every
-// client's collectors in one registerer, with the labels as const labels:
-// without a label per cluster the N clients would share (and add up in)
-// the same series.
-func clientOptions(o *pulsar.ClientOptions, cluster string, configure func(string, *pulsar.ClientOptions)) {
-	labels := make(map[string]string, len(o.CustomMetricsLabels)+1)
-	for k, v := range o.CustomMetricsLabels {
-		labels[k] = v
-	}
-	labels["cluster"] = cluster
-	o.CustomMetricsLabels = labels
-	if configure != nil {
-		configure(cluster, o)
-	}
-}

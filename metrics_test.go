@@ -1,4 +1,4 @@
-package producer
+package keyroute_test
 
 import (
 	"testing"
@@ -7,6 +7,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/keyroute/keyroute"
+	"github.com/keyroute/keyroute/topology"
 )
 
 // Two clusters' clients registered in one registry keep one series each,
@@ -16,12 +19,11 @@ func TestClientMetricsCarryTheCluster(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var clients []pulsar.Client
 	for _, name := range []string{"east", "west"} {
-		o := pulsar.ClientOptions{URL: "pulsar://127.0.0.1:1"}
-		clientOptions(&o, name, func(cluster string, o *pulsar.ClientOptions) {
+		cl := topology.Cluster{Name: name, ServiceURL: "pulsar://127.0.0.1:1", Weight: 1}
+		c, err := keyroute.Open(cl, false, 0, nil, func(cluster string, o *pulsar.ClientOptions) {
 			assert.Equal(t, name, cluster)
 			o.MetricsRegisterer = reg
 		})
-		c, err := pulsar.NewClient(o)
 		require.NoError(t, err)
 		clients = append(clients, c)
 	}
