@@ -25,6 +25,31 @@ type Message struct {
 	Properties map[string]string
 	// EventTime is optional; the zero time leaves it unset.
 	EventTime time.Time
+
+	// OrderingKey, when set, is what KeyShared subscriptions (and
+	// key-based batching) group the message by instead of Key. Routing
+	// always uses Key.
+	OrderingKey string
+	// DeliverAfter and DeliverAt delay the message's delivery (Pulsar
+	// delivers delayed messages on Shared and KeyShared subscriptions
+	// only; others get them at once). Set at most one; DeliverAt must not
+	// be before 1970. A delayed message is sent on its own, not batched,
+	// and reaches its consumers after the key's later undelayed messages.
+	DeliverAfter time.Duration
+	DeliverAt    time.Time
+	// ReplicationClusters limits the geo-replication of the message to
+	// these clusters of its keyroute cluster's Pulsar instance (names of
+	// Pulsar clusters there, not keyroute's); DisableReplication keeps it
+	// in the cluster it is written to. Set at most one. Either sends the
+	// message on its own, not batched.
+	ReplicationClusters []string
+	DisableReplication  bool
+	// SequenceID, when set, replaces the sequence id pulsar-client-go
+	// gives the message, for broker deduplication: it must grow from one
+	// message to the next of the same partition writer (the key's
+	// Placement), as the broker drops a message whose id is not above the
+	// last it stored from that writer's name.
+	SequenceID *int64
 }
 
 // ID identifies a written message: the cluster, the partition within it, and

@@ -18,8 +18,20 @@ func cost(m *Message) int64 {
 
 // check returns an error for a message whose fields contradict each other.
 func check(m *Message) error {
-	if m.NullValue && len(m.Value) > 0 {
+	switch {
+	case m.NullValue && len(m.Value) > 0:
 		return fmt.Errorf("%w: NullValue set with a %d-byte Value", ErrBadMessage, len(m.Value))
+	case m.DeliverAfter < 0:
+		return fmt.Errorf("%w: DeliverAfter %s is negative", ErrBadMessage, m.DeliverAfter)
+	case m.DeliverAfter > 0 && !m.DeliverAt.IsZero():
+		return fmt.Errorf("%w: both DeliverAfter and DeliverAt set", ErrBadMessage)
+	case !m.DeliverAt.IsZero() && m.DeliverAt.UnixNano() <= 0:
+		// pulsar-client-go would take it for no delivery time at all.
+		return fmt.Errorf("%w: DeliverAt %s is not after 1970", ErrBadMessage, m.DeliverAt)
+	case m.DisableReplication && len(m.ReplicationClusters) > 0:
+		return fmt.Errorf("%w: both DisableReplication and ReplicationClusters set", ErrBadMessage)
+	case m.SequenceID != nil && *m.SequenceID < 0:
+		return fmt.Errorf("%w: SequenceID %d is negative", ErrBadMessage, *m.SequenceID)
 	}
 	return nil
 }

@@ -154,6 +154,9 @@ func (t *Txn) Send(msg *Message) error {
 	if msg == nil {
 		return &SendError{Err: ErrNilMessage}
 	}
+	if err := check(msg); err != nil {
+		return &SendError{Key: msg.Key, Err: ErrBadMessage, Cause: err}
+	}
 	n := cost(msg)
 	t.mu.Lock()
 	defer t.mu.Unlock()

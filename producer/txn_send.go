@@ -99,8 +99,14 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 			fail(c.sendError(ctx, m.msg.Key, pt.idx, ErrClosed, true))
 			return
 		}
-		pm := &pulsar.ProducerMessage{Transaction: tc.txn, DeliverAt: sendAlone}
+		pm := &pulsar.ProducerMessage{}
 		toPulsar(pm, m.msg, m.props)
+		pm.Transaction = tc.txn
+		if pm.DeliverAt.IsZero() {
+			// A message's own DeliverAt (after 1970: see check) also
+			// sends it alone.
+			pm.DeliverAt = sendAlone
+		}
 		tc.handed.Store(true)
 		wg.Add(1)
 		tc.handMu.Lock()

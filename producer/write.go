@@ -70,6 +70,12 @@ func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) {
 	}
 	pm.Properties = props
 	pm.EventTime = m.EventTime
+	pm.OrderingKey = m.OrderingKey
+	pm.DeliverAfter = m.DeliverAfter
+	pm.DeliverAt = m.DeliverAt
+	pm.ReplicationClusters = m.ReplicationClusters
+	pm.DisableReplication = m.DisableReplication
+	pm.SequenceID = m.SequenceID
 }
 
 // pulsarConnector opens real clusters with pulsar-client-go.

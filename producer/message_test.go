@@ -1,0 +1,54 @@
+package producer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestEveryMessageFieldReachesPulsar(t *testing.T) {
+	seq := int64(7)
+	at := time.Unix(1_900_000_000, 0)
+	m := &Message{
+		Key: "k", Value: []byte("v"), EventTime: at, OrderingKey: "ok",
+		DeliverAt: at, ReplicationClusters: []string{"r1"}, SequenceID: &seq,
+	}
+	props := map[string]string{"a": "b"}
+	var pm pulsar.ProducerMessage
+	toPulsar(&pm, m, props)
+	assert.Equal(t, pulsar.ProducerMessage{
+		Key: "k", Payload: []byte("v"), Properties: props, EventTime: at, OrderingKey: "ok",
+		DeliverAt: at, ReplicationClusters: []string{"r1"}, SequenceID: &seq,
+	}, pm)
+
+	// A reused ProducerMessage takes every field from the next message,
+	// zero values included.
+	toPulsar(&pm, &Message{Key: "k2", DeliverAfter: time.Second, DisableReplication: true}, nil)
+	assert.Equal(t, pulsar.ProducerMessage{Key: "k2", Payload: emptyPayload, DeliverAfter: time.Second, DisableReplication: true}, pm)
+}
+
+func TestCheckNamesTheContradiction(t *testing.T) {
+	neg := int64(-1)
+	for want, m := range map[string]*Message{
+		"NullValue":               {NullValue: true, Value: []byte("x")},
+		"DeliverAfter -1s":        {DeliverAfter: -time.Second},
+		"both DeliverAfter":       {DeliverAfter: time.Second, DeliverAt: time.Now()},
+		"not after 1970":          {DeliverAt: time.Unix(0, 0)},
+		"both DisableReplication": {DisableReplication: true, ReplicationClusters: []string{"a"}},
+		"SequenceID -1":           {SequenceID: &neg},
+	} {
+		err := check(m)
+		require.ErrorIs(t, err, ErrBadMessage, want)
+		assert.ErrorContains(t, err, want)
+	}
+	zero := int64(0)
+	for _, m := range []*Message{
+		{}, {NullValue: true}, {DeliverAfter: time.Second}, {DeliverAt: time.Now()},
+		{DisableReplication: true}, {ReplicationClusters: []string{"a"}}, {SequenceID: &zero},
+	} {
+		assert.NoError(t, check(m))
+	}
+}
