@@ -43,6 +43,8 @@ func (m *fakeMsg) Properties() map[string]string { return m.props }
 func (m *fakeMsg) EventTime() time.Time          { return time.Time{} }
 func (m *fakeMsg) PublishTime() time.Time        { return m.publish }
 func (m *fakeMsg) RedeliveryCount() uint32       { return m.redelivered }
+func (m *fakeMsg) OrderingKey() string           { return "" }
+func (m *fakeMsg) IsNullValue() bool             { return false }
 
 // fakeStream is one cluster's subscription: messages are pushed into ch;
 // acknowledgements are recorded.

@@ -29,8 +29,13 @@ func (id ID) String() string {
 
 // Message is one message read from one of the clusters.
 type Message struct {
-	Key        string
-	Value      []byte
+	Key string
+	// OrderingKey is the producer's ordering key, "" when it set none.
+	OrderingKey string
+	Value       []byte
+	// NullValue is true for a Pulsar null value (a tombstone), which has
+	// no Value; an empty payload is not a null value.
+	NullValue  bool
 	Properties map[string]string
 	// EventTime is the time the producer set, zero when it set none.
 	EventTime time.Time
@@ -52,7 +57,9 @@ func newMessage(raw pulsar.Message, cluster string, idx int) *Message {
 	mid := raw.ID()
 	return &Message{
 		Key:             raw.Key(),
+		OrderingKey:     raw.OrderingKey(),
 		Value:           raw.Payload(),
+		NullValue:       raw.IsNullValue(),
 		Properties:      raw.Properties(),
 		EventTime:       raw.EventTime(),
 		PublishTime:     raw.PublishTime(),
