@@ -199,13 +199,16 @@ var _ = Describe("the consumer while one of five clusters is killed", func() {
 			forgetWindow: time.Duration(float64(time.Second)/markDeleteRate) + 2*slowest}
 		res := verify(got, msgs, f)
 		GinkgoWriter.Printf("%s (forget window %s)\n", res, f.forgetWindow.Round(time.Millisecond))
-		n, longest := acksBetween(got, victim.Name, killDone, restartBegan)
-		GinkgoWriter.Printf("%d messages of %s taken while it was dead; the longest of their Acks took %s\n", n, victim.Name, longest.Round(time.Millisecond))
+		if n, longest := acksBetween(got, victim.Name, killDone, restartBegan); n > 0 {
+			GinkgoWriter.Printf("%d messages of %s taken while it was dead; the longest of their Acks took %s\n", n, victim.Name, longest.Round(time.Millisecond))
+		}
 		counters(ctx, c, got)
 
 		Expect(detect).To(BeNumerically("<=", detectBound), "%s not connected within %s of the kill", victim.Name, detectBound)
 		Expect(up).To(BeZero(), "%s stays not connected while it is dead", victim.Name)
 		Expect(ratio).To(BeNumerically(">=", 0.9), "the consumer takes the four healthy clusters at their rate while %s is dead", victim.Name)
+		Expect(res.victimBefore).To(BeNumerically(">", 0))
+		Expect(res.victimAfter).To(BeNumerically(">", 0))
 		Expect(res.dups[writtenTwice]).To(BeZero())
 		Expect(res.dups[unexplained]).To(BeZero(), "every duplicate is explained")
 	})

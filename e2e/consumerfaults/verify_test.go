@@ -55,13 +55,16 @@ var dupNames = [dupClasses]string{"ack not recorded", "ack answered only after t
 // checkResult is what verify found.
 type checkResult struct {
 	taken, acked, unknownTaken int
-	dups                       [dupClasses]int
-	firstForgotten             time.Duration // the earliest forgotten ack, before the kill
+	// The victim's messages the producer acknowledged, handed over before
+	// the kill and after the restart began (all of them taken).
+	victimBefore, victimAfter int
+	dups                      [dupClasses]int
+	firstForgotten            time.Duration // the earliest forgotten ack, before the kill
 }
 
 func (c checkResult) String() string {
-	s := fmt.Sprintf("taken %d, acknowledged by the producer %d (all taken), written with an unknown outcome and taken %d; duplicates:",
-		c.taken, c.acked, c.unknownTaken)
+	s := fmt.Sprintf("taken %d, acknowledged by the producer %d (all taken; of the victim's, %d handed over before the kill, %d after the restart began), written with an unknown outcome and taken %d; duplicates:",
+		c.taken, c.acked, c.victimBefore, c.victimAfter, c.unknownTaken)
 	for i, n := range c.dups {
 		s += fmt.Sprintf(" %s %d;", dupNames[i], n)
 	}
@@ -111,6 +114,12 @@ func verify(got []*delivery, msgs map[string]sent, f fault) checkResult {
 			continue
 		}
 		res.acked++
+		if s.cluster == f.victim && s.at.Before(f.killBegan) {
+			res.victimBefore++
+		}
+		if s.cluster == f.victim && s.at.After(f.restartBegan) {
+			res.victimAfter++
+		}
 		if len(taken[p]) == 0 {
 			missing[s.cluster]++
 			continue
