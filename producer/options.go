@@ -1,3 +1,7 @@
+// Every option of the package is in this file, so that a reader finds
+// them in one place; that makes it longer than the ~400 lines the other
+// files keep to.
+
 package producer
 
 import (
@@ -7,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/crypto"
 
 	"github.com/keyroute/keyroute"
 )
@@ -78,6 +83,11 @@ type cfg struct {
 	blockWhenFull    bool
 	configureClient  func(cluster string, o *pulsar.ClientOptions)
 	clients          *keyroute.Clients
+	name             string
+	level            Level
+	keyBatching      bool
+	chunkMax         int
+	encryption       *pulsar.ProducerEncryptionInfo
 }
 
 func defaultCfg() cfg {
@@ -124,6 +134,16 @@ func (c *cfg) validate() error {
 		return badOption("DownWait", c.downWait, "must be > 0")
 	case c.probeEvery <= 0:
 		return badOption("DownProbeInterval", c.probeEvery, "must be > 0")
+	case c.level < DefaultLevel || c.level > BetterLevel:
+		return badOption("CompressionLevel", c.level, "unknown level")
+	case c.chunkMax < 0:
+		return badOption("Chunking", c.chunkMax, "must be >= 0")
+	case c.chunkMax > 0 && c.batching:
+		return fmt.Errorf("%w: Chunking(%d) needs Batching(false): pulsar-client-go cannot chunk batched messages", ErrBadOption, c.chunkMax)
+	case c.name != "" && !validName(c.name):
+		return badOption("Name", fmt.Sprintf("%q", c.name), "letters, digits, '-', '_' and '.' only")
+	case c.encryption != nil && (c.encryption.KeyReader == nil || len(c.encryption.Keys) == 0):
+		return badOption("Encryption", c.encryption.Keys, "needs a key reader and at least one key name")
 	case c.clients != nil && c.configureClient != nil:
 		return fmt.Errorf("%w: ConfigureClient configures the clients a Producer opens itself: with WithClients, give it to keyroute.NewClients", ErrBadOption)
 	case c.clients != nil && c.transactions && !c.clients.Transactions():
@@ -159,6 +179,64 @@ func Linger(d time.Duration) Opt { return optFunc(func(c *cfg) { c.linger = d })
 
 // Compression sets the codec (default LZ4).
 func Compression(codec Codec) Opt { return optFunc(func(c *cfg) { c.codec = codec }) }
+
+// Level is how hard the codec works (pulsar-client-go's CompressionLevel;
+// ZSTD and ZLib use it).
+type Level int
+
+// Compression levels.
+const (
+	DefaultLevel Level = iota // the codec's default
+	FasterLevel               // less CPU, larger batches
+	BetterLevel               // more CPU, smaller batches
+)
+
+// CompressionLevel sets the codec's level (default DefaultLevel).
+func CompressionLevel(l Level) Opt { return optFunc(func(c *cfg) { c.level = l }) }
+
+// KeyBasedBatching makes each batch hold messages of one key (ordering
+// key when set) only, as KeyShared subscriptions need to spread a
+// partition's keys over their consumers batch by batch (default off: a
+// batch mixes the keys of its partition).
+func KeyBasedBatching(on bool) Opt { return optFunc(func(c *cfg) { c.keyBatching = on }) }
+
+// Chunking splits a message larger than maxChunkBytes (or than the
+// broker's maxMessageSize, whichever is smaller) into chunks that the
+// consumer puts together again (default 0: off, and a message above the
+// broker's limit fails with pulsar-client-go's ErrMessageTooLarge, not
+// written). It needs Batching(false), as pulsar-client-go does.
+func Chunking(maxChunkBytes int) Opt { return optFunc(func(c *cfg) { c.chunkMax = maxChunkBytes }) }
+
+// Name names the Producer for broker deduplication: each partition writer
+// is named "<name>-<cluster>-<partition>", the same from one run to the
+// next, so that a broker with deduplication on recognises a restarted
+// Producer and drops the messages it already stored (resend them with
+// their Message.SequenceID). Only one Producer with a given name may be
+// connected at a time. Default: names chosen by the brokers, different at
+// each start.
+func Name(name string) Opt { return optFunc(func(c *cfg) { c.name = name }) }
+
+// Encryption encrypts every message end to end (pulsar-client-go's
+// ProducerEncryptionInfo): a session key per batch, encrypted with the
+// public key of each named key that keyReader reads. Consumers need the
+// private key to read the messages. A message that cannot be encrypted
+// fails (it is not sent in clear).
+func Encryption(keyReader crypto.KeyReader, keys ...string) Opt {
+	return optFunc(func(c *cfg) {
+		c.encryption = &pulsar.ProducerEncryptionInfo{KeyReader: keyReader, Keys: keys,
+			ProducerCryptoFailureAction: crypto.ProducerCryptoFailureActionFail}
+	})
+}
+
+// validName reports whether s is safe in a Pulsar producer name.
+func validName(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
 
 // MaxPendingMessages bounds the messages accepted but not yet reported,
 // across all clusters (default 50,000). Each cluster gets a share by weight.

@@ -113,7 +113,14 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 			transactions:     c.transactions,
 			configure:        c.configureClient,
 			clients:          c.clients,
+			cluster:          cl.Name,
+			name:             c.name,
+			level:            c.level,
+			keyBatching:      c.keyBatching,
+			chunkMax:         c.chunkMax,
+			encryption:       c.encryption,
 		}
+		overrideFor(&wc, cl.Producer)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -51,6 +52,12 @@ type writerConfig struct {
 	transactions     bool
 	configure        func(cluster string, o *pulsar.ClientOptions) // nil: none
 	clients          *keyroute.Clients                             // nil: open a client per cluster
+	cluster          string                                        // for the writers' names
+	name             string                                        // "": names chosen by the broker
+	level            Level
+	keyBatching      bool
+	chunkMax         int
+	encryption       *pulsar.ProducerEncryptionInfo
 }
 
 // connector opens one cluster.
@@ -136,12 +143,12 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]
 			w.Close()
 		}
 	}
-	for _, t := range topics {
+	for i, t := range topics {
 		if err := ctx.Err(); err != nil {
 			closeAll()
 			return nil, err
 		}
-		p, err := client.CreateProducer(pulsar.ProducerOptions{
+		o := pulsar.ProducerOptions{
 			Topic:                   t,
 			SendTimeout:             time.Duration(wc.sendTimeout),
 			MaxPendingMessages:      perPartition,
@@ -150,7 +157,18 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]
 			BatchingMaxMessages:     uint(wc.batchMaxMessages),
 			BatchingMaxSize:         uint(wc.batchMaxBytes),
 			CompressionType:         codecs[wc.codec],
-		})
+			CompressionLevel:        pulsar.CompressionLevel(wc.level),
+			EnableChunking:          wc.chunkMax > 0,
+			ChunkMaxMessageSize:     uint(wc.chunkMax),
+			Encryption:              wc.encryption,
+		}
+		if wc.keyBatching {
+			o.BatcherBuilderType = pulsar.KeyBasedBatchBuilder
+		}
+		if wc.name != "" {
+			o.Name = wc.name + "-" + wc.cluster + "-" + strconv.Itoa(i)
+		}
+		p, err := client.CreateProducer(o)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("create producer on %q: %w", t, err)
@@ -162,3 +180,23 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]
 
 // errNoWriters guards against a connector returning an empty link.
 var errNoWriters = errors.New("no partition writers")
+
+// overrideFor applies a cluster's producer settings from the topology
+// (validated there: no negatives, known codecs) over the options.
+func overrideFor(wc *writerConfig, s topology.ProducerSettings) {
+	if s.SendTimeout > 0 {
+		wc.sendTimeout = int64(s.SendTimeout)
+	}
+	if s.Linger > 0 {
+		wc.linger = int64(s.Linger)
+	}
+	if s.BatchMaxMessages > 0 {
+		wc.batchMaxMessages = s.BatchMaxMessages
+	}
+	if s.BatchMaxBytes > 0 {
+		wc.batchMaxBytes = s.BatchMaxBytes
+	}
+	if codec, err := ParseCodec(s.Compression); err == nil {
+		wc.codec = codec
+	}
+}

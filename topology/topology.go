@@ -32,6 +32,9 @@ type Cluster struct {
 	TLS TLS `yaml:"tls,omitempty"`
 	// Client holds optional per-cluster client settings.
 	Client ClientSettings `yaml:"client,omitempty"`
+	// Producer holds optional per-cluster overrides of the producer's
+	// settings, e.g. a longer send timeout for a distant cluster.
+	Producer ProducerSettings `yaml:"producer,omitempty"`
 }
 
 // Auth configures token authentication. At most one of Token and TokenFile
@@ -83,6 +86,22 @@ type ClientSettings struct {
 	// ConnectionsPerBroker is the number of TCP connections per broker.
 	ConnectionsPerBroker int `yaml:"connectionsPerBroker,omitempty"`
 }
+
+// ProducerSettings override, for one cluster, the producer options of the
+// same names. A zero value keeps the producer's option; negative values
+// and unknown codecs are rejected. In YAML, durations are strings with a
+// unit ("45s").
+type ProducerSettings struct {
+	SendTimeout      time.Duration `yaml:"sendTimeout,omitempty"`
+	Linger           time.Duration `yaml:"linger,omitempty"`
+	BatchMaxMessages int           `yaml:"batchMaxMessages,omitempty"`
+	BatchMaxBytes    int           `yaml:"batchMaxBytes,omitempty"`
+	// Compression is "lz4", "none", "zlib" or "zstd".
+	Compression string `yaml:"compression,omitempty"`
+}
+
+// Codecs are the values ProducerSettings.Compression takes.
+var Codecs = []string{"lz4", "none", "zlib", "zstd"}
 
 // Names returns the cluster names in order. A nil t gives nil.
 func (t *Topology) Names() []string {

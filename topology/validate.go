@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
@@ -136,6 +137,7 @@ func (c *Cluster) check(k *checker) serviceURL {
 	c.Auth.check(k)
 	c.TLS.check(k, svc)
 	c.Client.check(k)
+	c.Producer.check(k)
 	return svc
 }
 
@@ -191,5 +193,23 @@ func (s *ClientSettings) check(k *checker) {
 	}
 	if s.ConnectionsPerBroker < 0 {
 		k.add("client.connectionsPerBroker", ErrBadSetting, "must not be negative, got %d", s.ConnectionsPerBroker)
+	}
+}
+
+func (s *ProducerSettings) check(k *checker) {
+	if s.SendTimeout < 0 {
+		k.add("producer.sendTimeout", ErrBadSetting, "must not be negative, got %v", s.SendTimeout)
+	}
+	if s.Linger < 0 {
+		k.add("producer.linger", ErrBadSetting, "must not be negative, got %v", s.Linger)
+	}
+	if s.BatchMaxMessages < 0 {
+		k.add("producer.batchMaxMessages", ErrBadSetting, "must not be negative, got %d", s.BatchMaxMessages)
+	}
+	if s.BatchMaxBytes < 0 {
+		k.add("producer.batchMaxBytes", ErrBadSetting, "must not be negative, got %d", s.BatchMaxBytes)
+	}
+	if s.Compression != "" && !slices.Contains(Codecs, s.Compression) {
+		k.add("producer.compression", ErrBadSetting, "%q is not one of %v", s.Compression, Codecs)
 	}
 }
