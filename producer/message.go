@@ -50,6 +50,8 @@ type Message struct {
 	// Placement), as the broker drops a message whose id is not above the
 	// last it stored from that writer's name.
 	SequenceID *int64
+
+	encodeErr error // set by Typed for a value its schema could not encode
 }
 
 // ID identifies a written message: the cluster, the partition within it, and

@@ -88,6 +88,7 @@ type cfg struct {
 	keyBatching      bool
 	chunkMax         int
 	encryption       *pulsar.ProducerEncryptionInfo
+	schema           pulsar.Schema
 }
 
 func defaultCfg() cfg {
@@ -227,6 +228,13 @@ func Encryption(keyReader crypto.KeyReader, keys ...string) Opt {
 			ProducerCryptoFailureAction: crypto.ProducerCryptoFailureActionFail}
 	})
 }
+
+// Schema registers a pulsar-client-go schema (pulsar.NewStringSchema,
+// NewJSONSchema, NewAvroSchema, NewProtoSchema, ...) for the topic on
+// every cluster: New fails, naming the cluster, where the topic holds an
+// incompatible schema. Message.Value must then hold the value encoded
+// with it; Typed encodes values for you.
+func Schema(s pulsar.Schema) Opt { return optFunc(func(c *cfg) { c.schema = s }) }
 
 // validName reports whether s is safe in a Pulsar producer name.
 func validName(s string) bool {

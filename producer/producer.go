@@ -119,6 +119,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 			keyBatching:      c.keyBatching,
 			chunkMax:         c.chunkMax,
 			encryption:       c.encryption,
+			schema:           c.schema,
 		}
 		overrideFor(&wc, cl.Producer)
 		wg.Add(1)

@@ -19,6 +19,8 @@ func cost(m *Message) int64 {
 // check returns an error for a message whose fields contradict each other.
 func check(m *Message) error {
 	switch {
+	case m.encodeErr != nil:
+		return fmt.Errorf("%w: the value could not be encoded: %w", ErrBadMessage, m.encodeErr)
 	case m.NullValue && len(m.Value) > 0:
 		return fmt.Errorf("%w: NullValue set with a %d-byte Value", ErrBadMessage, len(m.Value))
 	case m.DeliverAfter < 0:

@@ -58,6 +58,7 @@ type writerConfig struct {
 	keyBatching      bool
 	chunkMax         int
 	encryption       *pulsar.ProducerEncryptionInfo
+	schema           pulsar.Schema
 }
 
 // connector opens one cluster.
@@ -161,6 +162,7 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]
 			EnableChunking:          wc.chunkMax > 0,
 			ChunkMaxMessageSize:     uint(wc.chunkMax),
 			Encryption:              wc.encryption,
+			Schema:                  wc.schema,
 		}
 		if wc.keyBatching {
 			o.BatcherBuilderType = pulsar.KeyBasedBatchBuilder
