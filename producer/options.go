@@ -89,6 +89,7 @@ type cfg struct {
 	chunkMax         int
 	encryption       *pulsar.ProducerEncryptionInfo
 	schema           pulsar.Schema
+	configureWriter  func(cluster string, partition int, o *pulsar.ProducerOptions)
 }
 
 func defaultCfg() cfg {
@@ -235,6 +236,18 @@ func Encryption(keyReader crypto.KeyReader, keys ...string) Opt {
 // incompatible schema. Message.Value must then hold the value encoded
 // with it; Typed encodes values for you.
 func Schema(s pulsar.Schema) Opt { return optFunc(func(c *cfg) { c.schema = s }) }
+
+// ConfigureWriter lets fn adjust the pulsar-client-go options of each
+// partition writer before it is created: fn gets the cluster, the
+// partition and the options the other settings produced. Use it for what
+// the Producer has no option for: producer Properties, Interceptors,
+// MaxReconnectToBroker, BackOffPolicyFunc, ProducerAccessMode,
+// DisableMultiSchema. The Producer owns Topic (fn's change is undone) and
+// relies on its own SendTimeout, MaxPendingMessages and batching settings
+// for its outcome and buffer promises: change those with the options.
+func ConfigureWriter(fn func(cluster string, partition int, o *pulsar.ProducerOptions)) Opt {
+	return optFunc(func(c *cfg) { c.configureWriter = fn })
+}
 
 // validName reports whether s is safe in a Pulsar producer name.
 func validName(s string) bool {

@@ -120,6 +120,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 			chunkMax:         c.chunkMax,
 			encryption:       c.encryption,
 			schema:           c.schema,
+			configureWriter:  c.configureWriter,
 		}
 		overrideFor(&wc, cl.Producer)
 		wg.Add(1)

@@ -59,6 +59,7 @@ type writerConfig struct {
 	chunkMax         int
 	encryption       *pulsar.ProducerEncryptionInfo
 	schema           pulsar.Schema
+	configureWriter  func(cluster string, partition int, o *pulsar.ProducerOptions) // nil: none
 }
 
 // connector opens one cluster.
@@ -169,6 +170,10 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]
 		}
 		if wc.name != "" {
 			o.Name = wc.name + "-" + wc.cluster + "-" + strconv.Itoa(i)
+		}
+		if wc.configureWriter != nil {
+			wc.configureWriter(wc.cluster, i, &o)
+			o.Topic = t
 		}
 		p, err := client.CreateProducer(o)
 		if err != nil {
