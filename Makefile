@@ -46,7 +46,7 @@ fuzz:
 e2e:
 	$(GO) test -tags e2e -count=1 -p 1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
 
-## bench: SDK vs raw pulsar-client-go on one local cluster, and the router.
+## bench: SDK vs raw pulsar-client-go on local clusters (producer and consumer), and the router.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./router/
 	$(GO) test -tags e2e -run '^$$' -bench . -timeout 30m ./e2e/bench/

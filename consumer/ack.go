@@ -3,8 +3,9 @@ package consumer
 import "errors"
 
 // Ack acknowledges m on its cluster. With AckGrouping (the default) the
-// acknowledgement is queued and sent with others; with AckWithResponse
-// Ack waits for the broker. It returns ErrNilMessage for nil, and a
+// acknowledgement is queued and sent with others, and Ack does not block;
+// with AckWithResponse Ack waits for the broker, for as long as the
+// cluster is unreachable (see AckWithResponse). It returns ErrNilMessage for nil, and a
 // *ClusterError (ErrUnknownCluster, ErrClosed, or pulsar-client-go's
 // error) naming the cluster otherwise.
 func (c *Consumer) Ack(m *Message) error {

@@ -31,7 +31,9 @@
 //
 // Each cluster's pulsar-client-go consumer reconnects by itself, for as
 // long as it takes. While a cluster is unreachable the others keep
-// flowing; its messages come once it is back. Health reports per cluster
+// flowing; its messages come once it is back. (With AckWithResponse, an
+// Ack of the unreachable cluster's message waits until it is back:
+// acknowledge off the receive loop.) Health reports per cluster
 // whether its last probe (a topic lookup every ProbeInterval) answered,
 // the messages received, acknowledged, nacked and redelivered, the lag,
 // and the backlog when the topology gives the cluster an admin URL. New

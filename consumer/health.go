@@ -14,8 +14,9 @@ type ClusterHealth struct {
 	Connected bool
 	// Received counts the messages taken from the merged stream; Acked,
 	// Nacked the acknowledgements made (Acked counts only those without
-	// error); Redelivered, the received messages that the broker had
-	// delivered before (RedeliveryCount above 0).
+	// error); Redelivered, the received messages whose RedeliveryCount was
+	// above 0. The broker keeps that count in memory: messages that come
+	// again after a broker restart (or a new consumer process) count 0.
 	Received, Acked, Nacked, Redelivered uint64
 	// Lag is now minus the publish time of the last message received, 0
 	// before the first.
@@ -29,7 +30,8 @@ type ClusterHealth struct {
 
 // Health returns the state of every cluster, in topology order. It asks
 // the admin API of each cluster that has one for the backlog, in
-// parallel, bounded by ctx; the rest is read from counters.
+// parallel, bounded by ctx; the rest is read from counters. After Close
+// the counts are final (Connected is the last probe's answer).
 func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 	if c == nil {
 		return nil

@@ -188,9 +188,14 @@ func AckGrouping(n int, d time.Duration) Opt {
 }
 
 // AckWithResponse makes Ack, AckID and AckCumulative wait until the broker
-// has recorded the acknowledgement, and return its error (default off:
-// they return once the acknowledgement is queued). With it on, a message
-// whose Ack returned nil never comes again to the subscription.
+// has answered the acknowledgement, and return its error (default off:
+// they return once the acknowledgement is queued). With it on, an Ack
+// waits for as long as its cluster is unreachable (pulsar-client-go
+// v0.21.0 reconnects on the same loop that sends acknowledgements), so
+// acknowledge from goroutines of your own, not from the loop that calls
+// Receive, or one dead cluster stops the whole stream. Even an answered
+// acknowledgement can be lost when the broker dies before persisting it
+// (the broker answers first): Pulsar delivers at least once.
 func AckWithResponse(on bool) Opt { return optFunc(func(c *cfg) { c.ackWithResponse = on }) }
 
 // ProbeInterval sets how often each cluster is probed with a topic lookup
