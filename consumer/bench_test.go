@@ -31,7 +31,7 @@ func BenchmarkMerge(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := c.Ack(m); err != nil {
+				if err := c.Ack(ctx, m); err != nil {
 					b.Fatal(err)
 				}
 			}

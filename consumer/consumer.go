@@ -31,6 +31,8 @@ type Consumer struct {
 	closeOnce sync.Once
 	pumps     sync.WaitGroup // the pumps and the monitor
 	probes    sync.WaitGroup // probes in flight
+	acks      sync.WaitGroup // acks waited for on goroutines of their own (ackUntil)
+	ackMu     sync.Mutex     // orders acks.Add before Close's acks.Wait
 	seekMu    sync.Mutex     // one SeekByTime at a time
 	detach    func()         // from the shared clients (WithClients); nil without
 }
@@ -175,11 +177,14 @@ func (c *Consumer) Close() error {
 		return ErrClosed
 	}
 	c.closeOnce.Do(func() {
+		c.ackMu.Lock()
 		c.closed.Store(true)
+		c.ackMu.Unlock()
 		close(c.closing)
 		c.pumps.Wait()
 		c.closeLinks()
 		c.probes.Wait()
+		c.acks.Wait()
 		if c.detach != nil {
 			c.detach()
 		}

@@ -112,15 +112,16 @@ func TestBusyClusterDoesNotStarveOthers(t *testing.T) {
 }
 
 func TestAckRoutesToTheMessagesCluster(t *testing.T) {
+	ctx := context.Background()
 	bed := newFakeBed(4)
 	c := newConsumer(t, bed, 3, consumer.Type(consumer.Failover))
 	bed.stream("c2").push(1, "k", "v")
 	m := receive(t, c)
 	require.Equal(t, "c2", m.ID.Cluster)
 	require.Equal(t, 1, m.ID.Partition)
-	require.NoError(t, c.Ack(m))
-	require.NoError(t, c.AckID(m.ID))
-	require.NoError(t, c.AckCumulative(m))
+	require.NoError(t, c.Ack(ctx, m))
+	require.NoError(t, c.AckID(ctx, m.ID))
+	require.NoError(t, c.AckCumulative(ctx, m))
 	require.NoError(t, c.Nack(m))
 	require.NoError(t, c.NackID(m.ID))
 	assert.Equal(t, []string{"ack 1:0", "ack 1:0", "cumul 1:0", "nack 1:0", "nack 1:0"}, bed.stream("c2").log())
@@ -129,7 +130,7 @@ func TestAckRoutesToTheMessagesCluster(t *testing.T) {
 
 	// An ID kept by value (no cached index) still finds its cluster.
 	id := consumer.ID{Cluster: "c2", Partition: 1, Pulsar: m.ID.Pulsar}
-	require.NoError(t, c.AckID(id))
+	require.NoError(t, c.AckID(ctx, id))
 
 	h := c.Health(context.Background())[1]
 	assert.Equal(t, uint64(1), h.Received)
@@ -139,28 +140,29 @@ func TestAckRoutesToTheMessagesCluster(t *testing.T) {
 }
 
 func TestAckErrorsNameTheCluster(t *testing.T) {
+	ctx := context.Background()
 	bed := newFakeBed(4)
 	c := newConsumer(t, bed, 2, consumer.Type(consumer.Shared))
 	bed.stream("c1").push(0, "k", "v")
 	m := receive(t, c)
 
 	var ce *consumer.ClusterError
-	err := c.AckID(consumer.ID{Cluster: "west", Pulsar: m.ID.Pulsar})
+	err := c.AckID(ctx, consumer.ID{Cluster: "west", Pulsar: m.ID.Pulsar})
 	require.ErrorIs(t, err, consumer.ErrUnknownCluster)
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "west", ce.Cluster)
-	assert.ErrorIs(t, c.AckID(consumer.ID{}), consumer.ErrUnknownCluster)
-	assert.ErrorIs(t, c.Ack(nil), consumer.ErrNilMessage)
-	assert.ErrorIs(t, c.AckCumulative(m), consumer.ErrCumulativeAck, "Shared has no cumulative ack")
+	assert.ErrorIs(t, c.AckID(ctx, consumer.ID{}), consumer.ErrUnknownCluster)
+	assert.ErrorIs(t, c.Ack(ctx, nil), consumer.ErrNilMessage)
+	assert.ErrorIs(t, c.AckCumulative(ctx, m), consumer.ErrCumulativeAck, "Shared has no cumulative ack")
 
 	bed.stream("c1").ackErr = errors.New("broker said no")
-	err = c.Ack(m)
+	err = c.Ack(ctx, m)
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "c1", ce.Cluster)
 	assert.Equal(t, uint64(0), c.Health(context.Background())[0].Acked, "a failed ack is not counted")
 
 	require.NoError(t, c.Close())
-	err = c.Ack(m)
+	err = c.Ack(ctx, m)
 	assert.ErrorIs(t, err, consumer.ErrClosed)
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "c1", ce.Cluster)
@@ -313,4 +315,35 @@ func TestSharedClientsCloseTheConsumersMadeFromThem(t *testing.T) {
 	assert.ErrorIs(t, err, consumer.ErrClosed, "closing the clients closed the consumer")
 	_, err = consumer.New(context.Background(), tp, opts...)
 	assert.ErrorIs(t, err, keyroute.ErrClosed)
+}
+
+// With AckWithResponse, an Ack waiting for a broker that does not answer
+// ends with its ctx; Close waits for the acknowledgement still in flight.
+func TestAckWithResponseEndsWithItsCtx(t *testing.T) {
+	bed := newFakeBed(4)
+	c := newConsumer(t, bed, 1, consumer.AckWithResponse(true))
+	s := bed.stream("c1")
+	s.push(0, "k", "v")
+	m := receive(t, c)
+	s.mu.Lock()
+	s.block, s.waits = make(chan struct{}), make(chan struct{}, 1)
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Ack(ctx, m) }()
+	<-s.waits // the ack is with the broker
+	cancel()
+	err := <-errc
+	assert.ErrorIs(t, err, context.Canceled)
+	var ce *consumer.ClusterError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "c1", ce.Cluster)
+	assert.Equal(t, uint64(0), c.Health(context.Background())[0].Acked)
+
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	close(s.block) // the broker answers at last; Close can end
+	require.NoError(t, <-closed)
+	assert.Equal(t, []string{"ack 0:0"}, s.log(), "the acknowledgement was sent once")
 }

@@ -37,7 +37,7 @@ func ExampleNew() {
 			log.Fatal(err)
 		}
 		log.Printf("%s: %s = %s", m.ID, m.Key, m.Value) // cluster/partition/ledger:entry:batch
-		if err := c.Ack(m); err != nil {
+		if err := c.Ack(ctx, m); err != nil {
 			log.Print(err) // names the cluster
 		}
 	}

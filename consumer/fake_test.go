@@ -59,6 +59,8 @@ type fakeStream struct {
 	onSeek func() // called by SeekByTime after the queue is cleared
 	closed bool
 	ackErr error
+	block  chan struct{} // when set, acks wait until it is closed (a broker that does not answer)
+	waits  chan struct{} // with block: gets a value when an ack starts waiting
 }
 
 func newFakeStream(cluster string, queue int) *fakeStream {
@@ -77,15 +79,22 @@ func (s *fakeStream) Chan() <-chan pulsar.ConsumerMessage { return s.ch }
 
 func (s *fakeStream) record(op string, id pulsar.MessageID) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return errors.New("fake: consumer closed")
 	}
+	// Sent: logged before any wait for the broker's answer.
 	s.acks = append(s.acks, fmt.Sprintf("%s %d:%d", op, id.PartitionIdx(), id.EntryID()))
+	block, waits, ackErr := s.block, s.waits, s.ackErr
+	s.mu.Unlock()
 	if op == "nack" {
 		return nil
 	}
-	return s.ackErr
+	if block != nil {
+		waits <- struct{}{}
+		<-block
+	}
+	return ackErr
 }
 
 func (s *fakeStream) Ack(m pulsar.Message) error                { return s.record("ack", m.ID()) }

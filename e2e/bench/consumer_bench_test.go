@@ -163,7 +163,7 @@ func (r *consumerRig) readKeyroute(b *testing.B, sub string, n int) int {
 	}
 	taken := 0
 	for m := range c.Chan() {
-		if err := c.Ack(m); err != nil {
+		if err := c.Ack(context.Background(), m); err != nil {
 			b.Fatal(err)
 		}
 		if taken++; taken == n {

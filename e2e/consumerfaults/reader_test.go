@@ -99,7 +99,7 @@ func (r *reader) ackLoop(q *ackQueue) {
 		if !ok {
 			return
 		}
-		err := r.c.Ack(d.msg)
+		err := r.c.Ack(context.Background(), d.msg) // waits for the broker (AckWithResponse), however long
 		r.mu.Lock()
 		d.ackEnded, d.ackErr = time.Now(), err
 		r.mu.Unlock()
