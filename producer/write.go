@@ -11,17 +11,13 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/keyroute/keyroute"
+	"github.com/keyroute/keyroute/producer/internal/hook"
 	"github.com/keyroute/keyroute/topology"
 )
 
 // writer is the part of a pulsar-client-go producer (on one partition) that
-// the Producer uses. Unit tests substitute fakes.
-type writer interface {
-	Send(ctx context.Context, msg *pulsar.ProducerMessage) (pulsar.MessageID, error)
-	SendAsync(ctx context.Context, msg *pulsar.ProducerMessage, cb func(pulsar.MessageID, *pulsar.ProducerMessage, error))
-	FlushWithCtx(ctx context.Context) error
-	Close()
-}
+// the Producer uses; package producertest's fakes are writers too.
+type writer = hook.Writer
 
 // link is an open connection to one cluster: a writer per partition, in
 // partition order, and a func that releases the connection after the
