@@ -1,0 +1,113 @@
+package producertest
+
+// Cluster is one fake cluster. Its settings take effect at once, for the
+// messages and calls that come after; those that decide what a
+// connection has (FailConnect, Transactions) take effect at the next
+// connect.
+type Cluster struct {
+	cs    *Clusters
+	name  string
+	parts []*Partition // fixed when the cluster is made
+
+	// Guarded by cs.mu.
+	holding    bool
+	connectErr error
+	probeErr   error
+	noTxn      bool
+	sends      int // messages that reached the cluster's writers
+	failAt     int // the send that fails with failAtErr; valid when failAtErr != nil
+	failAtErr  error
+	beginErrs  []error
+	commitErr  error
+	begins     *stall // nil: begins go through
+	commits    *stall // nil: commits go through
+	outlive    bool
+	stalled    int
+	probes     int
+	connects   int
+}
+
+// Name returns the cluster's name.
+func (c *Cluster) Name() string { return c.name }
+
+// Partitions returns the cluster's partition count.
+func (c *Cluster) Partitions() int { return len(c.parts) }
+
+// Partition returns partition i; it panics when there is none.
+func (c *Cluster) Partition(i int) *Partition { return c.parts[i] }
+
+// Messages returns what the cluster's partitions wrote and a consumer
+// would read, partition after partition (see Partition.Messages).
+func (c *Cluster) Messages() []Message {
+	var out []Message
+	for _, p := range c.parts {
+		out = append(out, p.Messages()...)
+	}
+	return out
+}
+
+// Hold makes every partition write the messages it is sent but hold back
+// their acknowledgements (as over a slow or broken connection) until
+// Partition.Ack, Partition.Fail or Release. A Flush waits for them.
+func (c *Cluster) Hold() { c.cs.locked(func() { c.holding = true }) }
+
+// Release acknowledges the messages every partition holds (each
+// partition's as one batch, per writer) and stops holding: later messages
+// are acknowledged as usual.
+func (c *Cluster) Release() { c.cs.settle(c, c.parts, 0, nil, true) }
+
+// FailSends makes every partition refuse every message with err (nothing
+// is written) until FailSends(nil). Partition.FailSends does the same for
+// one partition.
+func (c *Cluster) FailSends(err error) {
+	c.cs.locked(func() {
+		for _, p := range c.parts {
+			p.failErr = err
+		}
+	})
+}
+
+// FailSendAt makes the n-th message sent to the cluster from now (0: the
+// next; counted over its partitions) fail with err: it is refused,
+// nothing is written.
+func (c *Cluster) FailSendAt(n int, err error) {
+	c.cs.locked(func() { c.failAt, c.failAtErr = c.sends+n, err })
+}
+
+// FailConnect makes connecting to the cluster fail with err (nil: succeed).
+func (c *Cluster) FailConnect(err error) { c.cs.locked(func() { c.connectErr = err }) }
+
+// FailProbes makes the cluster's probes (a health check that writes
+// nothing) fail with err; nil makes them succeed, as they do by default.
+func (c *Cluster) FailProbes(err error) { c.cs.locked(func() { c.probeErr = err }) }
+
+// Probes returns how many times the cluster was probed.
+func (c *Cluster) Probes() (n int) {
+	c.cs.locked(func() { n = c.probes })
+	return n
+}
+
+func (c *Cluster) probe() (err error) {
+	c.cs.locked(func() {
+		c.probes++
+		err = c.probeErr
+	})
+	return err
+}
+
+// Connects returns how many times a Producer connected to the cluster.
+func (c *Cluster) Connects() (n int) {
+	c.cs.locked(func() { n = c.connects })
+	return n
+}
+
+// Writers returns how many partition writers are open on the cluster: a
+// connected Producer has one per partition until it closes.
+func (c *Cluster) Writers() (n int) {
+	c.cs.locked(func() {
+		for _, p := range c.parts {
+			n += len(p.writers)
+		}
+	})
+	return n
+}
