@@ -10,12 +10,12 @@ import (
 )
 
 // sendAsyncAllocs pins the allocations of one SendAsync, from hand-over to
-// callback, over a fake writer that acks at once, the fake's own included
-// (it boxes each message ID): a regression fails here, not in a benchmark
-// nobody reads. Today that is 2: the inflight that carries the message to
-// its callback, and the fake's ID. The raw path, the same message handed
-// straight to the same fake, allocates as many (its ProducerMessage and
-// the ID), and the SDK must stay at or below it.
+// callback, over a fake that acks at once, the fake's own included (it
+// allocates each message's ID): a regression fails here, not in a
+// benchmark nobody reads. Today that is 2: the inflight that carries the
+// message to its callback, and the fake's ID. The raw path, the same
+// message handed straight to a writer of the same fake, allocates as many
+// (its ProducerMessage and the ID), and the SDK must stay at or below it.
 const sendAsyncAllocs = 2
 
 func TestSendAsyncAllocs(t *testing.T) {
@@ -23,8 +23,8 @@ func TestSendAsyncAllocs(t *testing.T) {
 		t.Skip("the race detector allocates on its own; make unit runs this test without it")
 	}
 	for _, clusters := range []int{1, 5} {
-		bed := newFakeBed(2)
-		p := newProducer(t, bed, clusters)
+		fake := newFake(2)
+		p := newProducer(t, fake, clusters)
 		msg := &producer.Message{Key: "user-42", Value: []byte("payload")}
 		done := make(chan struct{}, 1)
 		cb := func(producer.ID, *producer.Message, error) { done <- struct{}{} }
@@ -33,7 +33,7 @@ func TestSendAsyncAllocs(t *testing.T) {
 			p.SendAsync(ctx, msg, cb)
 			<-done
 		})
-		w := &fakeWriter{}
+		w := rawWriter(t, fake)
 		rawCb := func(pulsar.MessageID, *pulsar.ProducerMessage, error) { done <- struct{}{} }
 		raw := testing.AllocsPerRun(2000, func() {
 			w.SendAsync(ctx, &pulsar.ProducerMessage{Key: msg.Key, Payload: msg.Value}, rawCb)

@@ -11,87 +11,16 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/keyroute/keyroute/producer"
-	"github.com/keyroute/keyroute/topology"
+	"github.com/keyroute/keyroute/producer/producertest"
 )
 
-// batchAcker is a writer that acks on its own goroutine in batches, as
-// pulsar-client-go's connection goroutine does, so the benchmark measures the
-// SDK's own cost per message: routing, buffer accounting, tracking and the
-// hop to the callback goroutine.
-type batchAcker struct {
-	mu      sync.Mutex
-	pending []pendingAck
-	kick    chan struct{}
-	ids     map[int][]pulsar.MessageID // by batch size; run's only
-	stop    chan struct{}
-	done    chan struct{}
+// benchFake acknowledges on a goroutine per writer, in batches of 1000, as
+// pulsar-client-go's connection goroutine does, and keeps nothing, so that
+// the benchmark measures the SDK's own cost per message: routing, buffer
+// accounting, tracking and the hop to the callback goroutine.
+func benchFake() *producertest.Clusters {
+	return producertest.New(producertest.Partitions(5), producertest.AsyncAcks(1000), producertest.KeepMessages(false))
 }
-
-func newBatchAcker() *batchAcker {
-	a := &batchAcker{ids: map[int][]pulsar.MessageID{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go a.run()
-	return a
-}
-
-func (a *batchAcker) run() {
-	defer close(a.done)
-	var batch []pendingAck
-	for {
-		select {
-		case <-a.kick:
-		case <-a.stop:
-			return
-		}
-		a.mu.Lock()
-		batch, a.pending = a.pending, batch[:0]
-		a.mu.Unlock()
-		for i, p := range batch {
-			p.cb(a.id(i, len(batch)), p.pm, nil)
-			batch[i] = pendingAck{}
-		}
-	}
-}
-
-// id returns the ID of message i of a batch of n, boxed once per batch
-// size so that the fake allocates no ID per message.
-func (a *batchAcker) id(i, n int) pulsar.MessageID {
-	ids := a.ids[n]
-	if ids == nil {
-		ids = make([]pulsar.MessageID, n)
-		for j := range ids {
-			ids[j] = fakeID{seq: 1, idx: int32(j), size: int32(n)}
-		}
-		a.ids[n] = ids
-	}
-	return ids[i]
-}
-
-func (a *batchAcker) Send(ctx context.Context, pm *pulsar.ProducerMessage) (pulsar.MessageID, error) {
-	return fakeID{seq: 1}, nil
-}
-
-func (a *batchAcker) SendAsync(ctx context.Context, pm *pulsar.ProducerMessage, cb func(pulsar.MessageID, *pulsar.ProducerMessage, error)) {
-	a.mu.Lock()
-	a.pending = append(a.pending, pendingAck{pm, cb})
-	full := len(a.pending) >= 1000
-	a.mu.Unlock()
-	if full {
-		select {
-		case a.kick <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (a *batchAcker) FlushWithCtx(ctx context.Context) error {
-	select {
-	case a.kick <- struct{}{}:
-	default:
-	}
-	return nil
-}
-
-func (a *batchAcker) Close() { close(a.stop); <-a.done }
 
 func BenchmarkSendAsyncOverhead(b *testing.B) {
 	keys := make([]string, 10_000)
@@ -99,17 +28,10 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 		keys[i] = fmt.Sprintf("key-%08d", i)
 	}
 	value := make([]byte, 128)
-	connect := func(ctx context.Context, cl topology.Cluster, _ int) ([]producer.Writer, error) {
-		ws := make([]producer.Writer, 5)
-		for i := range ws {
-			ws[i] = newBatchAcker()
-		}
-		return ws, nil
-	}
 	// The same load straight into one fake writer: the floor that the SDK's
 	// figures are compared with.
 	b.Run("raw-fake", func(b *testing.B) {
-		w := newBatchAcker()
+		w := rawWriter(b, benchFake())
 		var wg sync.WaitGroup
 		wg.Add(b.N)
 		cb := func(pulsar.MessageID, *pulsar.ProducerMessage, error) { wg.Done() }
@@ -123,14 +45,13 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 		wg.Wait()
 		b.StopTimer()
 		reportCPU(b, cpu0)
-		w.Close()
 	})
 	for _, bc := range []struct {
 		clusters int
 		observed bool
 	}{{1, false}, {5, false}, {1, true}} {
 		name := fmt.Sprintf("clusters=%d", bc.clusters)
-		opts := []producer.Opt{producer.Topic("t"), producer.WithConnector(connect)}
+		opts := []producer.Opt{producer.Topic("t"), benchFake().Opt()}
 		if bc.observed {
 			// An observer that does nothing: what observing costs the
 			// SDK itself, before any telemetry library's own cost.

@@ -26,7 +26,7 @@ func keysWhere(p *producer.Producer, cluster string, on bool, n int) []string {
 }
 
 // stall makes c2 hold a message without an ack until it counts as down.
-func stall(t *testing.T, bed *fakeBed, p *producer.Producer) {
+func stall(t *testing.T, p *producer.Producer) {
 	t.Helper()
 	p.SendAsync(context.Background(), &producer.Message{Key: keysWhere(p, "c2", true, 1)[0]}, nil)
 	require.Eventually(t, func() bool { return !p.Health()[1].Up }, 5*time.Second, 5*time.Millisecond)
@@ -46,11 +46,11 @@ func sendErr(p *producer.Producer, key string) (producer.ID, error) {
 }
 
 func TestFailFastAfterNoAckForDownAfterThenUpAgain(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c2"] = ackManual
-	p := newProducer(t, bed, 3, producer.DownAfter(50*time.Millisecond))
+	fake := newFake(1)
+	fake.Cluster("c2").Hold()
+	p := newProducer(t, fake, 3, producer.DownAfter(50*time.Millisecond))
 	start := time.Now()
-	stall(t, bed, p)
+	stall(t, p)
 	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
 	h := p.Health()
 	assert.True(t, h[0].Up)
@@ -82,7 +82,7 @@ func TestFailFastAfterNoAckForDownAfterThenUpAgain(t *testing.T) {
 	// until the first ack brings it back.
 	time.Sleep(3 * producer.DefaultDownProbeInterval / 2)
 	assert.False(t, p.Health()[1].Up, "a cluster that holds unacknowledged messages is not up on a probe")
-	bed.writer("c2", 0).auto()
+	fake.Cluster("c2").Release()
 	require.Eventually(t, func() bool { return p.Health()[1].Up }, 5*time.Second, 5*time.Millisecond)
 	id, err := p.Send(context.Background(), &producer.Message{Key: down[1]})
 	require.NoError(t, err)
@@ -90,24 +90,24 @@ func TestFailFastAfterNoAckForDownAfterThenUpAgain(t *testing.T) {
 }
 
 func TestSpillSendsToTheKeysNextCluster(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c2"] = ackManual
-	p := newProducer(t, bed, 3, producer.DownAfter(50*time.Millisecond), producer.OnClusterDown(producer.Spill))
-	stall(t, bed, p)
+	fake := newFake(1)
+	fake.Cluster("c2").Hold()
+	p := newProducer(t, fake, 3, producer.DownAfter(50*time.Millisecond), producer.OnClusterDown(producer.Spill))
+	stall(t, p)
 	for _, k := range keysWhere(p, "c2", true, 50) {
 		id, err := sendErr(p, k)
 		require.NoError(t, err)
 		assert.NotEqual(t, "c2", id.Cluster)
 	}
-	bed.writer("c2", 0).ack()
+	fake.Cluster("c2").Partition(0).Ack()
 }
 
 func TestWaitUpWaitsForRecoveryOrItsBound(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c2"] = ackManual
-	p := newProducer(t, bed, 3, producer.DownAfter(50*time.Millisecond),
+	fake := newFake(1)
+	fake.Cluster("c2").Hold()
+	p := newProducer(t, fake, 3, producer.DownAfter(50*time.Millisecond),
 		producer.OnClusterDown(producer.WaitUp), producer.DownWait(100*time.Millisecond))
-	stall(t, bed, p)
+	stall(t, p)
 	key := keysWhere(p, "c2", true, 2)[1]
 	start := time.Now()
 	_, err := p.Send(context.Background(), &producer.Message{Key: key})
@@ -125,7 +125,7 @@ func TestWaitUpWaitsForRecoveryOrItsBound(t *testing.T) {
 		got <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
-	bed.writer("c2", 0).auto() // c2 recovers within the wait
+	fake.Cluster("c2").Release() // c2 recovers within the wait
 	select {
 	case err := <-got:
 		require.NoError(t, err)
@@ -135,16 +135,15 @@ func TestWaitUpWaitsForRecoveryOrItsBound(t *testing.T) {
 }
 
 func TestBadDownOptions(t *testing.T) {
-	bed := newFakeBed(1)
+	fake := newFake(1)
 	for _, o := range []producer.Opt{producer.DownAfter(0), producer.DownWait(-1), producer.OnClusterDown(producer.DownPolicy(9))} {
-		_, err := producer.New(context.Background(), topo(1), producer.Topic("t"), producer.WithConnector(bed.connect), o)
+		_, err := producer.New(context.Background(), topo(1), producer.Topic("t"), fake.Opt(), o)
 		assert.ErrorIs(t, err, producer.ErrBadOption)
 	}
 }
 
 func TestSlowCallbackIsNotADownCluster(t *testing.T) {
-	bed := newFakeBed(1)
-	p := newProducer(t, bed, 2, producer.DownAfter(30*time.Millisecond))
+	p := newProducer(t, newFake(1), 2, producer.DownAfter(30*time.Millisecond))
 	release := make(chan struct{})
 	p.SendAsync(context.Background(), &producer.Message{Key: keysWhere(p, "c1", true, 1)[0]},
 		func(producer.ID, *producer.Message, error) { <-release })

@@ -12,8 +12,8 @@ import (
 )
 
 func TestCancelledCtxFailsAtHandOver(t *testing.T) {
-	bed := newFakeBed(2)
-	p := newProducer(t, bed, 3)
+	fake := newFake(2)
+	p := newProducer(t, fake, 3)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := p.Send(ctx, &producer.Message{Key: "k"})
@@ -26,12 +26,12 @@ func TestCancelledCtxFailsAtHandOver(t *testing.T) {
 	got := make(chan error, 1)
 	p.SendAsync(ctx, &producer.Message{Key: "k"}, func(_ producer.ID, _ *producer.Message, err error) { got <- err })
 	require.ErrorIs(t, <-got, context.Canceled)
-	assert.Empty(t, bed.writer(c, part).keys(), "nothing reached the writer")
+	assert.Empty(t, fake.Cluster(c).Partition(part).Keys(), "nothing reached the writer")
 }
 
 func TestOddKeysRouteLikeAnyOther(t *testing.T) {
-	bed := newFakeBed(4)
-	p := newProducer(t, bed, 5)
+	fake := newFake(4)
+	p := newProducer(t, fake, 5)
 	for _, key := range []string{
 		"\xff\xfe\x00binary",       // not UTF-8, with a NUL
 		strings.Repeat("k", 1<<20), // 1 MiB
@@ -42,7 +42,7 @@ func TestOddKeysRouteLikeAnyOther(t *testing.T) {
 		c, part := p.Placement(key)
 		assert.Equal(t, c, id.Cluster)
 		assert.Equal(t, part, id.Partition)
-		got := bed.writer(c, part).keys()
+		got := fake.Cluster(c).Partition(part).Keys()
 		assert.Equal(t, key, got[len(got)-1], "the key reaches the writer byte for byte")
 	}
 }

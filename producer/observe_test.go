@@ -62,12 +62,12 @@ func (o *pairObserver) OnDone(ev *producer.Event) {
 // without a callback and Send, some failing: each gets one OnStart and one
 // OnDone, with its own Event and outcome.
 func TestObservedMessagesKeepTheirEvent(t *testing.T) {
-	bed := newFakeBed(3)
-	bed.modes["c2"] = ackManual // held until the end
+	fake := newFake(3)
+	fake.Cluster("c2").Hold() // held until the end
 	obs := newPairObserver()
-	p := newProducer(t, bed, 3, producer.Observe(obs))
+	p := newProducer(t, fake, 3, producer.Observe(obs))
 	boom := errors.New("boom")
-	bed.writer("c3", 0).failErr = boom
+	fake.Cluster("c3").Partition(0).FailSends(boom)
 
 	const n = 3000
 	o := newOutcomes(t)
@@ -90,7 +90,7 @@ func TestObservedMessagesKeepTheirEvent(t *testing.T) {
 		}
 	}
 	for part := range 3 {
-		bed.writer("c2", part).ack()
+		fake.Cluster("c2").Partition(part).Ack()
 	}
 	o.wait(t)
 	require.NoError(t, p.Flush(context.Background()))

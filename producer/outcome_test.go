@@ -43,9 +43,9 @@ func (tr *trail) cb(name string, done *sync.WaitGroup) producer.Callback {
 // Issue 12, finding 2: a failure before acceptance was called back inline,
 // ahead of the key's earlier messages still in flight.
 func TestFailuresBeforeAcceptanceKeepCallOrder(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c1"] = ackManual
-	p := newProducer(t, bed, 1)
+	fake := newFake(1)
+	fake.Cluster("c1").Hold()
+	p := newProducer(t, fake, 1)
 	dead, cancel := context.WithCancel(context.Background())
 	cancel()
 
@@ -62,7 +62,7 @@ func TestFailuresBeforeAcceptanceKeepCallOrder(t *testing.T) {
 	}()
 	require.Never(t, func() bool { return len(tr.list()) > 0 }, 50*time.Millisecond, time.Millisecond,
 		"nothing is reported before m0's outcome")
-	bed.writer("c1", 0).ack()
+	fake.Cluster("c1").Partition(0).Ack()
 	wg.Wait()
 	err := <-sent
 	assert.Equal(t, []string{"m0", "m1", "m2", "m3"}, tr.list())
@@ -75,9 +75,9 @@ func TestFailuresBeforeAcceptanceKeepCallOrder(t *testing.T) {
 // "may be written" with the same error as "not written", and gave its
 // budget back while pulsar-client-go still held the message.
 func TestSendCtxEndingAfterHandOverIsUnknownAndKeepsBudget(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c1"] = ackManual
-	p := newProducer(t, bed, 1)
+	fake := newFake(1)
+	fake.Cluster("c1").Hold()
+	p := newProducer(t, fake, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	_, err := p.Send(ctx, &producer.Message{Key: "k", Value: []byte("v")})
@@ -88,18 +88,18 @@ func TestSendCtxEndingAfterHandOverIsUnknownAndKeepsBudget(t *testing.T) {
 	msgs, bytes := p.Held()
 	assert.EqualValues(t, 1, msgs[0], "the message holds its budget until the writer reports it")
 	assert.EqualValues(t, 2, bytes[0])
-	assert.Equal(t, []string{"k"}, bed.writer("c1", 0).keys())
+	assert.Equal(t, []string{"k"}, fake.Cluster("c1").Partition(0).Keys())
 
-	bed.writer("c1", 0).ack()
+	fake.Cluster("c1").Partition(0).Ack()
 	require.Eventually(t, func() bool { m, _ := p.Held(); return m[0] == 0 }, 5*time.Second, time.Millisecond)
 }
 
 // Issue 12, finding 3: Close, Flush or a blocking SendAsync called from a
 // callback deadlocked.
 func TestCallsThatWouldWaitInACallbackFail(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c1"] = ackManual
-	p := newProducer(t, bed, 1, producer.MaxPendingMessages(1))
+	fake := newFake(1)
+	fake.Cluster("c1").Hold()
+	p := newProducer(t, fake, 1, producer.MaxPendingMessages(1))
 	type result struct{ send, flush, close, async error }
 	got := make(chan result, 1)
 	p.SendAsync(context.Background(), &producer.Message{Key: "k"}, func(producer.ID, *producer.Message, error) {
@@ -116,7 +116,7 @@ func TestCallsThatWouldWaitInACallbackFail(t *testing.T) {
 			got <- r
 		}()
 	})
-	bed.writer("c1", 0).ack()
+	fake.Cluster("c1").Partition(0).Ack()
 	var r result
 	select {
 	case r = <-got:
@@ -129,7 +129,7 @@ func TestCallsThatWouldWaitInACallbackFail(t *testing.T) {
 	}
 	assert.True(t, producer.NotWritten(r.send))
 	// Close from the callback did nothing: the producer still works.
-	bed.writer("c1", 0).auto()
+	fake.Cluster("c1").Release()
 	_, err := p.Send(context.Background(), &producer.Message{Key: "k"})
 	require.NoError(t, err)
 	require.NoError(t, p.Close(context.Background()))
@@ -163,8 +163,8 @@ func TestNilProducer(t *testing.T) {
 
 // Issue 12, finding 8: a nil Value was written as a null value.
 func TestNilValueIsEmptyNullValueIsNull(t *testing.T) {
-	bed := newFakeBed(1)
-	p := newProducer(t, bed, 1)
+	fake := newFake(1)
+	p := newProducer(t, fake, 1)
 	ctx := context.Background()
 	for _, m := range []*producer.Message{
 		{Key: "nil"},
@@ -174,10 +174,10 @@ func TestNilValueIsEmptyNullValueIsNull(t *testing.T) {
 		_, err := p.Send(ctx, m)
 		require.NoError(t, err)
 	}
-	w := bed.writer("c1", 0)
-	w.mu.Lock()
-	values := append([][]byte(nil), w.values...)
-	w.mu.Unlock()
+	var values [][]byte
+	for _, m := range fake.Cluster("c1").Partition(0).Messages() {
+		values = append(values, m.Value)
+	}
 	require.Len(t, values, 3)
 	assert.NotNil(t, values[0], "nil Value: an empty payload, not a null value")
 	assert.Empty(t, values[0])
@@ -188,7 +188,7 @@ func TestNilValueIsEmptyNullValueIsNull(t *testing.T) {
 	assert.ErrorIs(t, err, producer.ErrBadMessage)
 	assert.True(t, producer.NotWritten(err))
 	assert.Contains(t, err.Error(), "NullValue")
-	assert.Len(t, w.keys(), 3, "the bad message never reached the writer")
+	assert.Len(t, fake.Cluster("c1").Partition(0).Keys(), 3, "the bad message never reached the writer")
 }
 
 // Issue 12, finding 1: a cluster marked down came back only when an ack
@@ -205,16 +205,17 @@ func TestDownClusterComesBackByProbe(t *testing.T) {
 		{"wait up, keyless traffic", producer.WaitUp, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bed := newFakeBed(1)
-			bed.modes["c2"] = ackManual
+			fake := newFake(1)
+			c2 := fake.Cluster("c2")
+			c2.Hold()
 			const every = 10 * time.Millisecond
-			p := newProducer(t, bed, 3, producer.DownAfter(50*time.Millisecond),
+			p := newProducer(t, fake, 3, producer.DownAfter(50*time.Millisecond),
 				producer.OnClusterDown(tc.policy), producer.DownProbeInterval(every))
-			bed.setProbe("c2", errors.New("no answer"))
-			stall(t, bed, p)
+			c2.FailProbes(errors.New("no answer"))
+			stall(t, p)
 			// The pending message times out: c2 holds nothing, and nothing
 			// new goes to it.
-			bed.writer("c2", 0).fail(pulsar.ErrSendTimeout)
+			c2.Partition(0).Fail(pulsar.ErrSendTimeout)
 			traffic := func() {
 				key := ""
 				if !tc.keyless {
@@ -226,12 +227,12 @@ func TestDownClusterComesBackByProbe(t *testing.T) {
 			for range 20 {
 				traffic()
 			}
-			require.Eventually(t, func() bool { bed.mu.Lock(); defer bed.mu.Unlock(); return bed.probed["c2"] >= 3 },
+			require.Eventually(t, func() bool { return c2.Probes() >= 3 },
 				5*time.Second, time.Millisecond, "a down cluster is probed")
 			assert.False(t, p.Health()[1].Up, "failed probes keep it down")
 
-			bed.setProbe("c2", nil)
-			bed.writer("c2", 0).auto()
+			c2.FailProbes(nil)
+			c2.Release()
 			require.Eventually(t, func() bool { traffic(); return p.Health()[1].Up }, 5*time.Second, time.Millisecond)
 			key := keysWhere(p, "c2", true, 1)[0]
 			id, err := p.Send(context.Background(), &producer.Message{Key: key})
@@ -243,27 +244,24 @@ func TestDownClusterComesBackByProbe(t *testing.T) {
 
 // Issue 12, finding 6: Close spun on calls in progress, ignoring its ctx.
 func TestCloseHonoursCtxWhileACommitHangs(t *testing.T) {
-	bed := newTxnBed(1)
-	// No close hook: the fake begin goes on after its client closes, as
+	fake := newFake(1)
+	c1 := fake.Cluster("c1")
+	// The stalled begin goes on after its client closes, as
 	// pulsar-client-go v0.21.0's does when its request was not yet written
 	// (it re-queues it and reconnects without end).
+	c1.OutliveClose()
 	p, err := producer.New(context.Background(), topo(1), producer.Topic("t"),
-		producer.WithTxnConnector(bed.connect), producer.Transactions(true))
+		fake.Opt(), producer.Transactions(true))
 	require.NoError(t, err)
-	hang := make(chan struct{})
-	bed.beginHang["c1"] = hang
+	release := c1.StallBegins()
 	committed := make(chan error, 1)
 	go func() {
 		committed <- p.RunInTxn(context.Background(), func(_ context.Context, tx *producer.Txn) error {
 			return tx.Send(&producer.Message{Key: "k"})
 		}, producer.TxnTimeout(time.Hour))
 	}()
-	require.Eventually(t, func() bool {
-		bed.mu.Lock()
-		defer bed.mu.Unlock()
-		return bed.beginHang["c1"] != nil
-	}, time.Second, time.Millisecond)
-	time.Sleep(10 * time.Millisecond) // let the commit reach its begin
+	require.Eventually(t, func() bool { return c1.Stalled() == 1 }, 5*time.Second, time.Millisecond,
+		"the commit reaches its begin")
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	closed := make(chan error, 1)
@@ -274,7 +272,7 @@ func TestCloseHonoursCtxWhileACommitHangs(t *testing.T) {
 		t.Fatal("Close ignored its ctx")
 	}
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "the begin still runs in pulsar-client-go: Close says so")
-	close(hang) // the begin answers; its goroutine ends (goleak checks)
+	release() // the begin answers; its goroutine ends (goleak checks)
 	require.ErrorIs(t, <-committed, producer.ErrTxnAborted)
 }
 
@@ -282,9 +280,9 @@ func TestCloseHonoursCtxWhileACommitHangs(t *testing.T) {
 // a writer that never answers must not hold it (it would wait for ever
 // with a Background ctx).
 func TestCloseEndsAFlushWaitingOnAWriter(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c1"] = ackManual
-	p := newProducer(t, bed, 1)
+	fake := newFake(1)
+	fake.Cluster("c1").Hold()
+	p := newProducer(t, fake, 1)
 	o := newOutcomes(t)
 	o.expect(1)
 	p.SendAsync(context.Background(), &producer.Message{Key: "k"}, o.cb)

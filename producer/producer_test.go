@@ -21,15 +21,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func newProducer(t *testing.T, bed *fakeBed, clusters int, opts ...producer.Opt) *producer.Producer {
-	t.Helper()
-	opts = append([]producer.Opt{producer.Topic("t"), producer.WithConnector(bed.connect, bed.probe)}, opts...)
-	p, err := producer.New(context.Background(), topo(clusters), opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	return p
-}
-
 // outcomes counts callbacks per message and fails on a second one.
 type outcomes struct {
 	t     *testing.T
@@ -80,8 +71,8 @@ func (o *outcomes) wait(t *testing.T) {
 }
 
 func TestRoutesEachKeyToItsPlacementInOrder(t *testing.T) {
-	bed := newFakeBed(4)
-	p := newProducer(t, bed, 5)
+	fake := newFake(4)
+	p := newProducer(t, fake, 5)
 	o := newOutcomes(t)
 	const keys, perKey = 200, 20
 	o.expect(keys * perKey)
@@ -109,14 +100,11 @@ func TestRoutesEachKeyToItsPlacementInOrder(t *testing.T) {
 		key := fmt.Sprintf("key-%d", k)
 		c, part := p.Placement(key)
 		var got []string
-		w := bed.writer(c, part)
-		w.mu.Lock()
-		for i, lk := range w.log {
-			if lk == key {
-				got = append(got, string(w.values[i]))
+		for _, m := range fake.Cluster(c).Partition(part).Messages() {
+			if m.Key == key {
+				got = append(got, string(m.Value))
 			}
 		}
-		w.mu.Unlock()
 		want := make([]string, perKey)
 		for i := range want {
 			want[i] = fmt.Sprint(i)
@@ -132,8 +120,7 @@ func TestRoutesEachKeyToItsPlacementInOrder(t *testing.T) {
 }
 
 func TestCallbacksRunInHandOverOrderPerKey(t *testing.T) {
-	bed := newFakeBed(2)
-	p := newProducer(t, bed, 3)
+	p := newProducer(t, newFake(2), 3)
 	o := newOutcomes(t)
 	const n = 5000
 	o.expect(n)
@@ -149,8 +136,7 @@ func TestCallbacksRunInHandOverOrderPerKey(t *testing.T) {
 }
 
 func TestSlowCallbackDoesNotStallOtherClusters(t *testing.T) {
-	bed := newFakeBed(1)
-	p := newProducer(t, bed, 5)
+	p := newProducer(t, newFake(1), 5)
 	blocked := "k-blocked"
 	slowCluster, _ := p.Placement(blocked)
 	release := make(chan struct{})
@@ -185,9 +171,9 @@ func TestSlowCallbackDoesNotStallOtherClusters(t *testing.T) {
 }
 
 func TestDeadClusterDoesNotBlockHealthyOnes(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c3"] = ackManual // never acks unless told
-	p := newProducer(t, bed, 5, producer.MaxPendingMessages(50))
+	fake := newFake(1)
+	fake.Cluster("c3").Hold() // never acks unless told
+	p := newProducer(t, fake, 5, producer.MaxPendingMessages(50))
 	// Fill c3's share (10 messages) and more: the extra sends must wait and
 	// then give up when their ctx ends.
 	var deadKeys, liveKeys []string
@@ -232,7 +218,7 @@ func TestDeadClusterDoesNotBlockHealthyOnes(t *testing.T) {
 	}
 	// The sends that gave up are reported after the earlier messages of
 	// their key (of c3's only partition): once those are acknowledged.
-	bed.writer("c3", 0).ack()
+	fake.Cluster("c3").Partition(0).Ack()
 	for i := 0; i < 5; i++ {
 		err := <-stuck
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -244,9 +230,9 @@ func TestDeadClusterDoesNotBlockHealthyOnes(t *testing.T) {
 }
 
 func TestCloseGivesEveryPendingMessageOneOutcome(t *testing.T) {
-	bed := newFakeBed(2)
-	bed.modes["c1"] = ackManual
-	p, err := producer.New(context.Background(), topo(2), producer.Topic("t"), producer.WithConnector(bed.connect))
+	fake := newFake(2)
+	fake.Cluster("c1").Hold()
+	p, err := producer.New(context.Background(), topo(2), producer.Topic("t"), fake.Opt())
 	require.NoError(t, err)
 	o := newOutcomes(t)
 	const n = 300
@@ -287,9 +273,9 @@ func TestCloseGivesEveryPendingMessageOneOutcome(t *testing.T) {
 }
 
 func TestBackPressureHonoursCtx(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c1"] = ackManual
-	p := newProducer(t, bed, 1, producer.MaxPendingMessages(3))
+	fake := newFake(1)
+	fake.Cluster("c1").Hold()
+	p := newProducer(t, fake, 1, producer.MaxPendingMessages(3))
 	for i := 0; i < 3; i++ {
 		p.SendAsync(context.Background(), &producer.Message{Key: "k"}, nil)
 	}
@@ -307,15 +293,15 @@ func TestBackPressureHonoursCtx(t *testing.T) {
 	assert.ErrorIs(t, err, ctx.Err())
 	assert.True(t, producer.NotWritten(err))
 	// Acks free the space: the next send goes through.
-	bed.writer("c1", 0).auto()
+	fake.Cluster("c1").Release()
 	_, err = p.Send(context.Background(), &producer.Message{Key: "k"})
 	assert.NoError(t, err)
 }
 
 func TestMemoryLimitBindsAndAllowsOneOversizeMessage(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c1"] = ackManual
-	p := newProducer(t, bed, 1, producer.MemoryLimit(100))
+	fake := newFake(1)
+	fake.Cluster("c1").Hold()
+	p := newProducer(t, fake, 1, producer.MemoryLimit(100))
 	big := &producer.Message{Key: "k", Value: make([]byte, 500)}
 	p.SendAsync(context.Background(), big, nil) // alone: allowed over the limit
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
@@ -323,7 +309,7 @@ func TestMemoryLimitBindsAndAllowsOneOversizeMessage(t *testing.T) {
 	assert.ErrorIs(t, asyncErr(ctx, p, &producer.Message{Key: "k", Value: []byte("x")}), context.DeadlineExceeded)
 	_, bytes := p.Held()
 	assert.EqualValues(t, 501, bytes[0])
-	bed.writer("c1", 0).ack()
+	fake.Cluster("c1").Partition(0).Ack()
 }
 
 func TestErrorsAreClassifiedAndNamed(t *testing.T) {
@@ -337,10 +323,10 @@ func TestErrorsAreClassifiedAndNamed(t *testing.T) {
 		{"closed", pulsar.ErrProducerClosed, producer.ErrClosed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bed := newFakeBed(3)
-			p := newProducer(t, bed, 2)
+			fake := newFake(3)
+			p := newProducer(t, fake, 2)
 			c, part := p.Placement("key-1")
-			bed.writer(c, part).failErr = tc.cause
+			fake.Cluster(c).Partition(part).FailSends(tc.cause)
 			_, err := p.Send(context.Background(), &producer.Message{Key: "key-1"})
 			assertSendError(t, err, tc.want, tc.cause, c, part)
 			var async error
@@ -364,7 +350,7 @@ func assertSendError(t *testing.T, err, want, cause error, cluster string, part 
 }
 
 func TestNilMessage(t *testing.T) {
-	p := newProducer(t, newFakeBed(1), 1)
+	p := newProducer(t, newFake(1), 1)
 	_, err := p.Send(context.Background(), nil)
 	assert.ErrorIs(t, err, producer.ErrNilMessage)
 	var got error
@@ -373,8 +359,7 @@ func TestNilMessage(t *testing.T) {
 }
 
 func TestKeylessMessagesSpreadOverClusters(t *testing.T) {
-	bed := newFakeBed(3)
-	p := newProducer(t, bed, 5)
+	p := newProducer(t, newFake(3), 5)
 	perCluster := map[string]int{}
 	var mu sync.Mutex
 	for i := 0; i < 64*500; i++ {
@@ -393,20 +378,14 @@ func TestKeylessMessagesSpreadOverClusters(t *testing.T) {
 }
 
 func TestDuplicateWriterCallbackIsIgnored(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c1"] = ackManual
-	p := newProducer(t, bed, 1)
+	fake := newFake(1)
+	fake.Cluster("c1").Hold()
+	p := newProducer(t, fake, 1)
 	o := newOutcomes(t)
 	o.expect(1)
 	m := &producer.Message{Key: "k"}
 	p.SendAsync(context.Background(), m, o.cb)
-	w := bed.writer("c1", 0)
-	w.mu.Lock()
-	a := w.pending[0]
-	w.pending = nil
-	w.mu.Unlock()
-	a.cb(fakeID{seq: 1}, a.pm, nil)
-	a.cb(nil, a.pm, errors.New("late second callback"))
+	fake.Cluster("c1").Partition(0).ReportTwice(errors.New("late second callback"))
 	o.wait(t)
 	require.NoError(t, p.Flush(context.Background()))
 	assert.Equal(t, 1, o.seen[m])
@@ -417,16 +396,16 @@ func TestDuplicateWriterCallbackIsIgnored(t *testing.T) {
 // end is never reported (a batch-mate timed out or failed first) must still
 // get its callbacks.
 func TestCallbacksOfABatchWithoutItsEnd(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c1"] = ackManual
-	p := newProducer(t, bed, 1)
+	fake := newFake(1)
+	fake.Cluster("c1").Hold()
+	p := newProducer(t, fake, 1)
 	o := newOutcomes(t)
 	const n = 3
 	o.expect(n)
 	for i := range n {
 		p.SendAsync(context.Background(), &producer.Message{Key: "k", Value: []byte(fmt.Sprint(i))}, o.cb)
 	}
-	bed.writer("c1", 0).ackBatch(1)
+	fake.Cluster("c1").Partition(0).AckMissing(1)
 	o.wait(t)
 	assert.Equal(t, []string{"0", "1", "2"}, o.order["k"])
 	for m, err := range o.errs {
@@ -435,32 +414,32 @@ func TestCallbacksOfABatchWithoutItsEnd(t *testing.T) {
 }
 
 func TestNewRejectsBadInput(t *testing.T) {
-	bed := newFakeBed(1)
+	fake := newFake(1)
 	ctx := context.Background()
-	_, err := producer.New(ctx, topo(2), producer.WithConnector(bed.connect))
+	_, err := producer.New(ctx, topo(2), fake.Opt())
 	assert.ErrorIs(t, err, producer.ErrNoTopic)
 	for _, o := range []producer.Opt{
 		producer.BatchMaxMessages(0), producer.BatchMaxBytes(-1), producer.Linger(0),
 		producer.MaxPendingMessages(0), producer.MemoryLimit(0), producer.SendTimeout(-time.Second),
 		producer.Compression(producer.Codec(42)),
 	} {
-		_, err := producer.New(ctx, topo(2), producer.Topic("t"), producer.WithConnector(bed.connect), o)
+		_, err := producer.New(ctx, topo(2), producer.Topic("t"), fake.Opt(), o)
 		assert.ErrorIs(t, err, producer.ErrBadOption)
 	}
 	_, err = producer.New(ctx, nil, producer.Topic("t"))
 	assert.ErrorIs(t, err, producer.ErrBadTopology)
 	bad := topo(2)
 	bad.Clusters[1].Name = bad.Clusters[0].Name
-	_, err = producer.New(ctx, bad, producer.Topic("t"), producer.WithConnector(bed.connect))
+	_, err = producer.New(ctx, bad, producer.Topic("t"), fake.Opt())
 	assert.ErrorIs(t, err, producer.ErrBadTopology)
 }
 
 func TestNewNamesEveryClusterThatFailedToConnect(t *testing.T) {
-	bed := newFakeBed(1)
+	fake := newFake(1)
 	boom := errors.New("connection refused")
-	bed.failOn["c2"] = boom
-	bed.failOn["c4"] = boom
-	_, err := producer.New(context.Background(), topo(5), producer.Topic("t"), producer.WithConnector(bed.connect))
+	fake.Cluster("c2").FailConnect(boom)
+	fake.Cluster("c4").FailConnect(boom)
+	_, err := producer.New(context.Background(), topo(5), producer.Topic("t"), fake.Opt())
 	require.ErrorIs(t, err, producer.ErrConnect)
 	require.ErrorIs(t, err, boom)
 	assert.Contains(t, err.Error(), `"c2"`)
@@ -470,7 +449,8 @@ func TestNewNamesEveryClusterThatFailedToConnect(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	// The clusters that did connect were closed again.
 	for _, name := range []string{"c1", "c3", "c5"} {
-		assert.True(t, bed.writer(name, 0).closed, name)
+		assert.Equal(t, 1, fake.Cluster(name).Connects(), name)
+		assert.Zero(t, fake.Cluster(name).Writers(), name)
 	}
 }
 
@@ -486,9 +466,9 @@ func TestParseCodec(t *testing.T) {
 
 func TestLoggerGetsConnectAndCloseLines(t *testing.T) {
 	var buf syncBuffer
-	bed := newFakeBed(2)
-	bed.modes["c2"] = ackManual
-	p, err := producer.New(context.Background(), topo(2), producer.Topic("t"), producer.WithConnector(bed.connect),
+	fake := newFake(2)
+	fake.Cluster("c2").Hold()
+	p, err := producer.New(context.Background(), topo(2), producer.Topic("t"), fake.Opt(),
 		producer.Logger(slog.New(slog.NewTextHandler(&buf, nil))))
 	require.NoError(t, err)
 	for i := 0; i < 50; i++ {
@@ -520,9 +500,9 @@ func (s *syncBuffer) String() string {
 }
 
 func TestFailWhenFullInsteadOfBlocking(t *testing.T) {
-	bed := newFakeBed(1)
-	bed.modes["c1"] = ackManual
-	p := newProducer(t, bed, 1, producer.MaxPendingMessages(2), producer.BlockWhenFull(false))
+	fake := newFake(1)
+	fake.Cluster("c1").Hold()
+	p := newProducer(t, fake, 1, producer.MaxPendingMessages(2), producer.BlockWhenFull(false))
 	for i := 0; i < 2; i++ {
 		p.SendAsync(context.Background(), &producer.Message{Key: "k"}, nil)
 	}
@@ -534,5 +514,5 @@ func TestFailWhenFullInsteadOfBlocking(t *testing.T) {
 	assert.Equal(t, "c1", se.Cluster)
 	require.ErrorIs(t, asyncErr(context.Background(), p, &producer.Message{Key: "k"}), producer.ErrBufferFull)
 	assert.Less(t, time.Since(start), time.Second, "no waiting")
-	bed.writer("c1", 0).ack()
+	fake.Cluster("c1").Partition(0).Ack()
 }

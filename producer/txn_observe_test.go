@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyroute/keyroute/producer"
+	"github.com/keyroute/keyroute/producer/producertest"
 )
 
 // recObserver records every event it sees and gives each message a
@@ -53,9 +54,9 @@ func (o *recObserver) done(t *testing.T, key string) producer.Event {
 }
 
 func TestTxnObservedCommit(t *testing.T) {
-	bed := newTxnBed(3)
+	fake := newFake(3)
 	obs := newRecObserver()
-	p := newTxnProducer(t, bed, 3, producer.Observe(obs))
+	p := newTxnProducer(t, fake, 3, producer.Observe(obs))
 	keys := spread(p, 3)
 	tx, err := p.BeginTxn()
 	require.NoError(t, err)
@@ -76,11 +77,12 @@ func TestTxnObservedCommit(t *testing.T) {
 		assert.NoError(t, ev.Err)
 		assert.Equal(t, res.IDs[i], ev.ID, "key %q", k)
 	}
+	assert.Equal(t, len(keys), count(fake, producertest.OpSend, ""))
 	sent := 0
-	for _, e := range bed.log() {
-		if e.op == "send" {
+	for _, c := range p.Clusters() {
+		for _, m := range fake.Cluster(c).Messages() {
 			sent++
-			assert.Equal(t, map[string]string{"trace": e.key, "own": "kept"}, e.props, "the observer's properties are sent")
+			assert.Equal(t, map[string]string{"trace": m.Key, "own": "kept"}, m.Properties, "the observer's properties are sent")
 		}
 	}
 	assert.Equal(t, len(keys), sent)
@@ -88,11 +90,11 @@ func TestTxnObservedCommit(t *testing.T) {
 }
 
 func TestTxnObservedPartialCommit(t *testing.T) {
-	bed := newTxnBed(2)
+	fake := newFake(2)
 	obs := newRecObserver()
-	p := newTxnProducer(t, bed, 3, producer.Observe(obs))
+	p := newTxnProducer(t, fake, 3, producer.Observe(obs))
 	c := p.Clusters()
-	bed.commitErr[c[1]] = errBoom
+	fake.Cluster(c[1]).FailCommits(errBoom)
 	keys := spread(p, 3)
 	tx, err := p.BeginTxn()
 	require.NoError(t, err)
@@ -115,11 +117,11 @@ func TestTxnObservedPartialCommit(t *testing.T) {
 
 func TestTxnObservedAbortAndRetry(t *testing.T) {
 	t.Run("abort", func(t *testing.T) {
-		bed := newTxnBed(2)
+		fake := newFake(2)
 		obs := newRecObserver()
-		p := newTxnProducer(t, bed, 2, producer.Observe(obs))
+		p := newTxnProducer(t, fake, 2, producer.Observe(obs))
 		c := p.Clusters()
-		bed.sendFail[c[1]] = sendFault{at: 1, err: errBoom}
+		fake.Cluster(c[1]).FailSendAt(1, errBoom)
 		keys := spread(p, 2)
 		tx, err := p.BeginTxn()
 		require.NoError(t, err)
@@ -132,19 +134,19 @@ func TestTxnObservedAbortAndRetry(t *testing.T) {
 		}
 	})
 	t.Run("retried attempt is one message", func(t *testing.T) {
-		bed := newTxnBed(2)
+		fake := newFake(2)
 		obs := newRecObserver()
-		p := newTxnProducer(t, bed, 2, producer.Observe(obs))
+		p := newTxnProducer(t, fake, 2, producer.Observe(obs))
 		c := p.Clusters()
-		bed.beginErrs[c[0]] = []error{errors.New("coordinator not ready")}
+		fake.Cluster(c[0]).FailBegins(errors.New("coordinator not ready"))
 		key := txnKeysOn(p, c[0], 1)[0]
 		tx, err := p.BeginTxn()
 		require.NoError(t, err)
 		require.NoError(t, tx.Send(&producer.Message{Key: key}))
 		_, err = tx.Commit(context.Background())
 		require.NoError(t, err)
-		require.Equal(t, 1, bed.count("beginfail", c[0]), "the first attempt failed")
-		require.Equal(t, 1, bed.count("begin", c[0]), "the retry began")
+		require.Equal(t, 1, count(fake, producertest.OpBeginFail, c[0]), "the first attempt failed")
+		require.Equal(t, 1, count(fake, producertest.OpBegin, c[0]), "the retry began")
 		assert.NoError(t, obs.done(t, key).Err)
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/keyroute/keyroute/producer"
+	"github.com/keyroute/keyroute/producer/producertest"
 )
 
 var errBoom = errors.New("boom")
@@ -38,8 +39,8 @@ func spread(p *producer.Producer, n int) []string {
 }
 
 func TestTxnStagedAbortSendsNothing(t *testing.T) {
-	bed := newTxnBed(4)
-	p := newTxnProducer(t, bed, 3)
+	fake := newFake(4)
+	p := newTxnProducer(t, fake, 3)
 	tx, err := p.BeginTxn()
 	require.NoError(t, err)
 	stage(t, tx, spread(p, 3), 5)
@@ -48,17 +49,17 @@ func TestTxnStagedAbortSendsNothing(t *testing.T) {
 
 	require.NoError(t, tx.Abort())
 	require.NoError(t, tx.Abort(), "a second Abort is harmless")
-	assert.Empty(t, bed.log(), "no Pulsar transaction begun, nothing sent")
+	assert.Empty(t, fake.Events(), "no Pulsar transaction begun, nothing sent")
 
 	assert.ErrorIs(t, tx.Send(&producer.Message{Key: "x"}), producer.ErrTxnDone)
 	_, err = tx.Commit(context.Background())
 	assert.ErrorIs(t, err, producer.ErrTxnDone)
-	assert.Empty(t, bed.log())
+	assert.Empty(t, fake.Events())
 }
 
 func TestTxnCommitWritesEveryMessageOnceInOrderOnItsPlacement(t *testing.T) {
-	bed := newTxnBed(4)
-	p := newTxnProducer(t, bed, 5)
+	fake := newFake(4)
+	p := newTxnProducer(t, fake, 5)
 	keys := spread(p, 3)
 	tx, err := p.BeginTxn()
 	require.NoError(t, err)
@@ -79,13 +80,13 @@ func TestTxnCommitWritesEveryMessageOnceInOrderOnItsPlacement(t *testing.T) {
 		if i < 3 {
 			want = 1
 		}
-		assert.Equal(t, want, bed.count("begin", c), c)
-		assert.Equal(t, want, bed.count("commit", c), c)
+		assert.Equal(t, want, count(fake, producertest.OpBegin, c), c)
+		assert.Equal(t, want, count(fake, producertest.OpCommit, c), c)
 	}
-	assert.Zero(t, bed.count("abort", ""))
+	assert.Zero(t, count(fake, producertest.OpAbort, ""))
 
 	// Visible exactly once, in per-key order, on the key's placement.
-	vis := bed.visible()
+	vis := visible(fake, p)
 	perKey := map[string]int{}
 	for cluster, parts := range vis {
 		for part, ks := range parts {
@@ -100,25 +101,44 @@ func TestTxnCommitWritesEveryMessageOnceInOrderOnItsPlacement(t *testing.T) {
 	for _, k := range keys {
 		assert.Equal(t, 10, perKey[k], k)
 	}
+	// Sent alone (producertest panics on a transactional message that
+	// pulsar-client-go would batch) and without a delivery time.
+	for _, c := range p.Clusters() {
+		for _, m := range fake.Cluster(c).Messages() {
+			assert.True(t, m.DeliverAt.IsZero() && m.DeliverAfter == 0, "%s: delivery at %v", m.Key, m.DeliverAt)
+		}
+	}
 	_, err = tx.Commit(context.Background())
 	assert.ErrorIs(t, err, producer.ErrTxnDone)
 	assert.ErrorIs(t, tx.Abort(), producer.ErrTxnDone)
 }
 
+func TestTxnMessageKeepsItsOwnDeliverAt(t *testing.T) {
+	fake := newFake(1)
+	p := newTxnProducer(t, fake, 1)
+	at := time.Now().Add(time.Hour)
+	require.NoError(t, p.RunInTxn(context.Background(), func(_ context.Context, tx *producer.Txn) error {
+		return tx.Send(&producer.Message{Key: "k", DeliverAt: at})
+	}))
+	msgs := fake.Cluster("c1").Messages()
+	require.Len(t, msgs, 1)
+	assert.True(t, at.Equal(msgs[0].DeliverAt), "delivery at %v", msgs[0].DeliverAt)
+}
+
 func TestTxnEmptyCommitDoesNothing(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 2)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
 	tx, err := p.BeginTxn()
 	require.NoError(t, err)
 	res, err := tx.Commit(context.Background())
 	require.NoError(t, err)
 	assert.Empty(t, res.Clusters)
-	assert.Empty(t, bed.log())
+	assert.Empty(t, fake.Events())
 }
 
 func TestTxnTooLarge(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 2)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
 
 	tx, err := p.BeginTxn(producer.TxnMaxMessages(3))
 	require.NoError(t, err)
@@ -146,10 +166,10 @@ func TestTxnTooLarge(t *testing.T) {
 }
 
 func TestTxnAllSendsFinishBeforeTheFirstCommit(t *testing.T) {
-	bed := newTxnBed(4)
-	p := newTxnProducer(t, bed, 3)
+	fake := newFake(4)
+	p := newTxnProducer(t, fake, 3)
 	c2 := p.Clusters()[1]
-	bed.hold[c2] = true
+	fake.Cluster(c2).Hold()
 	tx, err := p.BeginTxn()
 	require.NoError(t, err)
 	keys := spread(p, 3)
@@ -161,30 +181,30 @@ func TestTxnAllSendsFinishBeforeTheFirstCommit(t *testing.T) {
 		done <- err
 	}()
 	// Wait until c2 has every send handed over and the others acked.
-	require.Eventually(t, func() bool { return bed.count("send", "") == len(keys)*4 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return count(fake, producertest.OpSend, "") == len(keys)*4 }, 5*time.Second, time.Millisecond)
 	time.Sleep(20 * time.Millisecond)
-	assert.Zero(t, bed.count("commit", ""), "no commit while a cluster has unacknowledged sends")
-	bed.release(c2)
+	assert.Zero(t, count(fake, producertest.OpCommit, ""), "no commit while a cluster has unacknowledged sends")
+	fake.Cluster(c2).Release()
 	require.NoError(t, <-done)
 
-	ev := bed.log()
-	firstCommit := slices.IndexFunc(ev, func(e txnEvent) bool { return e.op == "commit" })
+	ev := fake.Events()
+	firstCommit := slices.IndexFunc(ev, func(e producertest.Event) bool { return e.Op == producertest.OpCommit })
 	lastAck := -1
 	for i, e := range ev {
-		if e.op == "ack" {
+		if e.Op == producertest.OpAck {
 			lastAck = i
 		}
 	}
 	require.GreaterOrEqual(t, firstCommit, 0)
 	assert.Less(t, lastAck, firstCommit, "every ack precedes the first commit: %v", ev)
-	assert.Equal(t, 3, bed.count("commit", ""))
+	assert.Equal(t, 3, count(fake, producertest.OpCommit, ""))
 }
 
 func TestTxnFailureBeforeFirstCommitAbortsAll(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 3)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 3)
 	c := p.Clusters()
-	bed.sendFail[c[1]] = sendFault{at: 2, err: errBoom}
+	fake.Cluster(c[1]).FailSendAt(2, errBoom)
 	tx, err := p.BeginTxn()
 	require.NoError(t, err)
 	stage(t, tx, spread(p, 3), 2)
@@ -198,42 +218,42 @@ func TestTxnFailureBeforeFirstCommitAbortsAll(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, c[1], se.Cluster)
 
-	for _, e := range bed.log() {
-		if e.op == "commit" {
-			assert.Zero(t, e.n, "only empty transactions are ended by a commit: %v", e)
+	for _, e := range fake.Events() {
+		if e.Op == producertest.OpCommit {
+			assert.Zero(t, e.Messages, "only empty transactions are ended by a commit: %v", e)
 		}
 	}
-	assert.Equal(t, 1, bed.count("begin", c[1]), "a failure after a write is not retried")
+	assert.Equal(t, 1, count(fake, producertest.OpBegin, c[1]), "a failure after a write is not retried")
 	// Every cluster whose transaction may hold a write is aborted and named.
 	for _, name := range ae.MaybeVisible {
-		assert.Equal(t, 1, bed.count("abort", name), name)
+		assert.Equal(t, 1, count(fake, producertest.OpAbort, name), name)
 	}
 	assert.Contains(t, ae.MaybeVisible, c[1])
-	assert.Empty(t, bed.visible())
+	assert.Empty(t, visible(fake, p))
 	assert.Contains(t, err.Error(), "pulsar-client-go#1498")
 }
 
 func TestTxnPreWriteFailureIsRetriedWithoutAborts(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 2)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
 	c := p.Clusters()
 	// The partition could not be added to the transaction: nothing written.
-	bed.sendFail[c[1]] = sendFault{at: 0, err: errors.Join(pulsar.ErrTransaction, errBoom)}
+	fake.Cluster(c[1]).FailSendAt(0, errors.Join(pulsar.ErrTransaction, errBoom))
 	tx, err := p.BeginTxn()
 	require.NoError(t, err)
 	require.NoError(t, tx.Send(&producer.Message{Key: txnKeysOn(p, c[1], 1)[0]}))
 	_, err = tx.Commit(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, 2, bed.count("begin", c[1]))
-	assert.Zero(t, bed.count("abort", ""), "an empty transaction is ended by an (empty) commit, never an abort")
-	assert.Equal(t, 2, bed.count("commit", c[1]), "the empty one and the real one")
+	assert.Equal(t, 2, count(fake, producertest.OpBegin, c[1]))
+	assert.Zero(t, count(fake, producertest.OpAbort, ""), "an empty transaction is ended by an (empty) commit, never an abort")
+	assert.Equal(t, 2, count(fake, producertest.OpCommit, c[1]), "the empty one and the real one")
 }
 
 func TestTxnBeginFailureRetriesAreBounded(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 2)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
 	c := p.Clusters()
-	bed.beginErrs[c[1]] = []error{errBoom, errBoom, errBoom, errBoom, errBoom}
+	fake.Cluster(c[1]).FailBegins(errBoom, errBoom, errBoom, errBoom, errBoom)
 	tx, err := p.BeginTxn(producer.TxnRetries(2))
 	require.NoError(t, err)
 	stage(t, tx, spread(p, 2), 1)
@@ -243,14 +263,14 @@ func TestTxnBeginFailureRetriesAreBounded(t *testing.T) {
 	var ce *producer.ClusterError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, c[1], ce.Cluster)
-	assert.Equal(t, 3, bed.count("beginfail", c[1]), "one try and two retries")
-	assert.Equal(t, 3, bed.count("begin", c[0]))
-	assert.Equal(t, 3, bed.count("commit", c[0]), "each begun transaction ended empty")
-	assert.Zero(t, bed.count("send", ""))
-	assert.Zero(t, bed.count("abort", ""))
+	assert.Equal(t, 3, count(fake, producertest.OpBeginFail, c[1]), "one try and two retries")
+	assert.Equal(t, 3, count(fake, producertest.OpBegin, c[0]))
+	assert.Equal(t, 3, count(fake, producertest.OpCommit, c[0]), "each begun transaction ended empty")
+	assert.Zero(t, count(fake, producertest.OpSend, ""))
+	assert.Zero(t, count(fake, producertest.OpAbort, ""))
 
 	// A transient failure heals within the retries.
-	bed.beginErrs[c[1]] = []error{errBoom}
+	fake.Cluster(c[1]).FailBegins(errBoom)
 	tx, err = p.BeginTxn()
 	require.NoError(t, err)
 	stage(t, tx, spread(p, 2), 1)
@@ -259,11 +279,11 @@ func TestTxnBeginFailureRetriesAreBounded(t *testing.T) {
 }
 
 func TestTxnFailureAfterSomeCommitsIsTyped(t *testing.T) {
-	bed := newTxnBed(3)
-	p := newTxnProducer(t, bed, 4)
+	fake := newFake(3)
+	p := newTxnProducer(t, fake, 4)
 	c := p.Clusters()
-	bed.commitErr[c[1]] = errBoom
-	bed.commitErr[c[3]] = errBoom
+	fake.Cluster(c[1]).FailCommits(errBoom)
+	fake.Cluster(c[3]).FailCommits(errBoom)
 	tx, err := p.BeginTxn()
 	require.NoError(t, err)
 	stage(t, tx, spread(p, 4), 2)
@@ -278,19 +298,18 @@ func TestTxnFailureAfterSomeCommitsIsTyped(t *testing.T) {
 	assert.ErrorIs(t, err, errBoom)
 	assert.NotErrorIs(t, err, producer.ErrTxnAborted)
 	assert.Equal(t, pce.Committed, res.Clusters)
-	assert.Equal(t, 1, bed.count("begin", c[1]), "never retried")
-	vis := bed.visible()
+	assert.Equal(t, 1, count(fake, producertest.OpBegin, c[1]), "never retried")
+	vis := visible(fake, p)
 	assert.Contains(t, vis, c[0])
 	assert.NotContains(t, vis, c[1])
 }
 
 func TestTxnCommitWithoutAnswerIsUnknownAndBounded(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 2)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
 	c := p.Clusters()
-	hang := make(chan struct{})
-	bed.hang[c[1]] = hang
-	defer close(hang) // lets the abandoned call finish
+	release := fake.Cluster(c[1]).StallCommits()
+	defer release() // lets the abandoned call finish
 	tx, err := p.BeginTxn(producer.TxnTimeout(200 * time.Millisecond))
 	require.NoError(t, err)
 	stage(t, tx, spread(p, 2), 2)
@@ -317,11 +336,10 @@ func TestTxnCommitWithoutAnswerIsUnknownAndBounded(t *testing.T) {
 }
 
 func TestTxnBeginWithoutAnswerIsBounded(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 2)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
 	c := p.Clusters()
-	hang := make(chan struct{})
-	bed.beginHang[c[1]] = hang
+	release := fake.Cluster(c[1]).StallBegins()
 	tx, err := p.BeginTxn(producer.TxnTimeout(200*time.Millisecond), producer.TxnRetries(0))
 	require.NoError(t, err)
 	stage(t, tx, spread(p, 2), 1)
@@ -332,24 +350,24 @@ func TestTxnBeginWithoutAnswerIsBounded(t *testing.T) {
 	var ce *producer.ClusterError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, c[1], ce.Cluster)
-	assert.Zero(t, bed.count("send", ""))
-	require.Eventually(t, func() bool { return bed.count("commit", c[0]) == 1 }, 5*time.Second, time.Millisecond,
+	assert.Zero(t, count(fake, producertest.OpSend, ""))
+	require.Eventually(t, func() bool { return count(fake, producertest.OpCommit, c[0]) == 1 }, 5*time.Second, time.Millisecond,
 		"the begun one is ended empty")
-	close(hang)
+	release()
 	// The late begin is ended too, with an empty commit.
-	require.Eventually(t, func() bool { return bed.count("commit", c[1]) == 1 }, 5*time.Second, time.Millisecond)
-	assert.Zero(t, bed.count("abort", ""))
+	require.Eventually(t, func() bool { return count(fake, producertest.OpCommit, c[1]) == 1 }, 5*time.Second, time.Millisecond)
+	assert.Zero(t, count(fake, producertest.OpAbort, ""))
 }
 
 func TestTxnBeforeCommitHook(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 3)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 3)
 	c := p.Clusters()
 	var seen []string
 	hook := func(_ context.Context, clusters []string) error {
 		seen = clusters
-		assert.Equal(t, 12, bed.count("ack", ""), "hook runs after every ack")
-		assert.Zero(t, bed.count("commit", ""), "and before any commit")
+		assert.Equal(t, 12, count(fake, producertest.OpAck, ""), "hook runs after every ack")
+		assert.Zero(t, count(fake, producertest.OpCommit, ""), "and before any commit")
 		return nil
 	}
 	require.NoError(t, p.RunInTxn(context.Background(), func(_ context.Context, tx *producer.Txn) error {
@@ -368,12 +386,12 @@ func TestTxnBeforeCommitHook(t *testing.T) {
 	var ae *producer.TxnAbortError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, c, ae.MaybeVisible)
-	assert.Equal(t, 3, bed.count("abort", ""))
+	assert.Equal(t, 3, count(fake, producertest.OpAbort, ""))
 }
 
 func TestTxnSingleCluster(t *testing.T) {
-	bed := newTxnBed(4)
-	p := newTxnProducer(t, bed, 3)
+	fake := newFake(4)
+	p := newTxnProducer(t, fake, 3)
 	c := p.Clusters()
 	a, b := txnKeysOn(p, c[0], 2), txnKeysOn(p, c[1], 1)[0]
 	tx, err := p.BeginTxn(producer.TxnSingleCluster())
@@ -395,14 +413,14 @@ func TestTxnSingleCluster(t *testing.T) {
 	res, err := tx.Commit(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, []string{c[0]}, res.Clusters, "keyless messages stay on the transaction's cluster")
-	assert.Equal(t, 22, bed.count("send", c[0]))
+	assert.Equal(t, 22, count(fake, producertest.OpSend, c[0]))
 }
 
 func TestTxnCtxEndsDuringSends(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 2)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
 	c := p.Clusters()
-	bed.hold[c[0]] = true
+	fake.Cluster(c[0]).Hold()
 	tx, err := p.BeginTxn()
 	require.NoError(t, err)
 	stage(t, tx, spread(p, 2), 2)
@@ -416,17 +434,17 @@ func TestTxnCtxEndsDuringSends(t *testing.T) {
 	var ae *producer.TxnAbortError
 	require.ErrorAs(t, err, &ae)
 	assert.Contains(t, ae.MaybeVisible, c[0])
-	assert.Zero(t, bed.count("commit", c[0]))
+	assert.Zero(t, count(fake, producertest.OpCommit, c[0]))
 
 	// The abort completes in the background once the sends finish.
-	bed.release(c[0])
-	require.Eventually(t, func() bool { return bed.count("abort", c[0]) == 1 }, 5*time.Second, time.Millisecond)
-	assert.Zero(t, bed.count("commit", c[0]))
+	fake.Cluster(c[0]).Release()
+	require.Eventually(t, func() bool { return count(fake, producertest.OpAbort, c[0]) == 1 }, 5*time.Second, time.Millisecond)
+	assert.Zero(t, count(fake, producertest.OpCommit, c[0]))
 }
 
 func TestTxnCtxEndedBeforeCommit(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 2)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	err := p.RunInTxn(ctx, func(ctx context.Context, tx *producer.Txn) error {
 		stage(t, tx, spread(p, 2), 1)
@@ -435,13 +453,13 @@ func TestTxnCtxEndedBeforeCommit(t *testing.T) {
 	})
 	require.ErrorIs(t, err, context.Canceled)
 	require.ErrorIs(t, err, producer.ErrTxnAborted)
-	assert.Zero(t, bed.count("send", ""), "nothing sent")
-	assert.Empty(t, bed.visible())
+	assert.Zero(t, count(fake, producertest.OpSend, ""), "nothing sent")
+	assert.Empty(t, visible(fake, p))
 }
 
 func TestRunInTxn(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 2)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
 	c := p.Clusters()
 
 	// An error from fn aborts: nothing sent, fn's error returned as is.
@@ -450,10 +468,10 @@ func TestRunInTxn(t *testing.T) {
 		return errBoom
 	})
 	require.Equal(t, errBoom, err)
-	assert.Empty(t, bed.log())
+	assert.Empty(t, fake.Events())
 
 	// fn runs once, even when the commit is retried.
-	bed.beginErrs[c[0]] = []error{errBoom}
+	fake.Cluster(c[0]).FailBegins(errBoom)
 	runs := 0
 	err = p.RunInTxn(context.Background(), func(_ context.Context, tx *producer.Txn) error {
 		runs++
@@ -462,14 +480,14 @@ func TestRunInTxn(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 1, runs)
-	assert.Equal(t, 2, bed.count("commit", c[0])+bed.count("commit", c[1])-1, "one empty end, two real commits")
-	assert.Len(t, bed.visible(), 2)
+	assert.Equal(t, 2, count(fake, producertest.OpCommit, c[0])+count(fake, producertest.OpCommit, c[1])-1, "one empty end, two real commits")
+	assert.Len(t, visible(fake, p), 2)
 }
 
 func TestTxnDisabled(t *testing.T) {
-	bed := newTxnBed(2)
-	bed.noTxn["c2"] = true
-	p := newTxnProducer(t, bed, 2)
+	fake := newFake(2)
+	fake.Cluster("c2").Transactions(false)
+	p := newTxnProducer(t, fake, 2)
 	_, err := p.BeginTxn()
 	assert.ErrorIs(t, err, producer.ErrTxnDisabled)
 	err = p.RunInTxn(context.Background(), func(context.Context, *producer.Txn) error { return nil })
@@ -479,7 +497,7 @@ func TestTxnDisabled(t *testing.T) {
 }
 
 func TestTxnBadOptions(t *testing.T) {
-	p := newTxnProducer(t, newTxnBed(1), 1)
+	p := newTxnProducer(t, newFake(1), 1)
 	for _, o := range []producer.TxnOpt{producer.TxnTimeout(0), producer.TxnMaxMessages(0),
 		producer.TxnMaxBytes(0), producer.TxnRetries(-1)} {
 		_, err := p.BeginTxn(o)
@@ -490,8 +508,8 @@ func TestTxnBadOptions(t *testing.T) {
 }
 
 func TestTxnAfterClose(t *testing.T) {
-	bed := newTxnBed(1)
-	p := newTxnProducer(t, bed, 1)
+	fake := newFake(1)
+	p := newTxnProducer(t, fake, 1)
 	tx, err := p.BeginTxn()
 	require.NoError(t, err)
 	require.NoError(t, tx.Send(&producer.Message{Key: "a"}))
@@ -501,12 +519,12 @@ func TestTxnAfterClose(t *testing.T) {
 	assert.ErrorIs(t, err, producer.ErrTxnAborted)
 	_, err = p.BeginTxn()
 	assert.ErrorIs(t, err, producer.ErrClosed)
-	assert.Empty(t, bed.log())
+	assert.Empty(t, fake.Events())
 }
 
 func TestSendTxnBulk(t *testing.T) {
-	bed := newTxnBed(4)
-	p := newTxnProducer(t, bed, 3)
+	fake := newFake(4)
+	p := newTxnProducer(t, fake, 3)
 	var msgs []*producer.Message
 	for i := range 1000 {
 		msgs = append(msgs, &producer.Message{Key: fmt.Sprintf("key-%d", i%37), Value: fmt.Appendf(nil, "%d", i)})
@@ -524,18 +542,18 @@ func TestSendTxnBulk(t *testing.T) {
 	txns := 0
 	for c, n := range perCluster {
 		want := (n + 99) / 100
-		assert.Equal(t, want, bed.count("begin", c), c)
+		assert.Equal(t, want, count(fake, producertest.OpBegin, c), c)
 		txns += want
 	}
 	assert.Equal(t, txns, res.Txns)
-	for _, e := range bed.log() {
-		if e.op == "commit" {
-			assert.LessOrEqual(t, e.n, 100)
+	for _, e := range fake.Events() {
+		if e.Op == producertest.OpCommit {
+			assert.LessOrEqual(t, e.Messages, 100)
 		}
 	}
 	// Every message visible once, per-key order kept.
 	got := map[string]int{}
-	for _, parts := range bed.visible() {
+	for _, parts := range visible(fake, p) {
 		for _, ks := range parts {
 			for _, k := range ks {
 				got[k]++
@@ -551,10 +569,10 @@ func TestSendTxnBulk(t *testing.T) {
 }
 
 func TestSendTxnBulkStopsAtFirstFailure(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 2)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
 	c := p.Clusters()
-	bed.commitErr[c[1]] = errBoom
+	fake.Cluster(c[1]).FailCommits(errBoom)
 	var msgs []*producer.Message
 	for i := range 200 {
 		msgs = append(msgs, &producer.Message{Key: fmt.Sprintf("key-%d", i%20)})
@@ -563,7 +581,7 @@ func TestSendTxnBulkStopsAtFirstFailure(t *testing.T) {
 	var pce *producer.PartialCommitError
 	require.ErrorAs(t, err, &pce)
 	assert.Equal(t, []string{c[1]}, pce.Failed)
-	assert.Equal(t, 1, bed.count("commitfail", c[1]), "no further transaction on the failed cluster")
+	assert.Equal(t, 1, count(fake, producertest.OpCommitFail, c[1]), "no further transaction on the failed cluster")
 	// Every message of c[1] is reported not committed; the counts add up.
 	notCommitted := map[int]bool{}
 	for _, i := range res.NotCommitted {
@@ -582,14 +600,13 @@ func TestSendTxnBulkStopsAtFirstFailure(t *testing.T) {
 // (begin, commit, abort) outlived Close.
 func TestTxnCallsLeftRunningEndWithClose(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	bed := newTxnBed(1)
+	fake := newFake(1)
 	p, err := producer.New(context.Background(), topo(2), producer.Topic("t"),
-		producer.WithTxnConnector(bed.connect, bed.clientClosed), producer.Transactions(true))
+		fake.Opt(), producer.Transactions(true))
 	require.NoError(t, err)
 	c := p.Clusters()
-	hang := make(chan struct{})
-	defer close(hang)
-	bed.hang[c[1]] = hang
+	release := fake.Cluster(c[1]).StallCommits()
+	defer release()
 	tx, err := p.BeginTxn()
 	require.NoError(t, err)
 	stage(t, tx, spread(p, 2), 1)
@@ -607,8 +624,8 @@ func TestTxnCallsLeftRunningEndWithClose(t *testing.T) {
 // with that ended ctx, so every one was reported as unanswered
 // (ErrTxnOutcomeUnknown) before it was even sent.
 func TestTxnAbortAfterCtxEndedIsNotReportedUnanswered(t *testing.T) {
-	bed := newTxnBed(2)
-	p := newTxnProducer(t, bed, 2)
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
 	c := p.Clusters()
 	ctx, cancel := context.WithCancel(context.Background())
 	err := p.RunInTxn(ctx, func(_ context.Context, tx *producer.Txn) error {
@@ -621,6 +638,6 @@ func TestTxnAbortAfterCtxEndedIsNotReportedUnanswered(t *testing.T) {
 	var ae *producer.TxnAbortError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, c, ae.MaybeVisible)
-	require.Eventually(t, func() bool { return bed.count("abort", "") == 2 }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return count(fake, producertest.OpAbort, "") == 2 }, 5*time.Second, time.Millisecond,
 		"the aborts run to their end in the background")
 }
