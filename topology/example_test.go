@@ -40,6 +40,39 @@ func ExampleLoad() {
 	// first: cluster=east-1 field=serviceURL bad URL=true
 }
 
+// Parse reads a topology from YAML (Load reads it from a file), with the
+// same rules: a cluster without a weight gets 1, and an unknown field is
+// an error rather than a setting silently ignored.
+func ExampleParse() {
+	topo, err := topology.Parse([]byte(`
+clusters:
+  - name: east
+    serviceURL: pulsar://broker.east.example:6650
+    weight: 2
+  - name: west
+    serviceURL: pulsar+ssl://broker-1.west.example:6651,broker-2.west.example:6651
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, c := range topo.Clusters {
+		fmt.Printf("%s weight=%v %s\n", c.Name, c.Weight, c.ServiceURL)
+	}
+
+	_, err = topology.Parse([]byte(`
+clusters:
+  - name: east
+    serviceURL: pulsar://broker.east.example:6650
+    wieght: 2
+`))
+	fmt.Println(err)
+	// Output:
+	// east weight=2 pulsar://broker.east.example:6650
+	// west weight=1 pulsar+ssl://broker-1.west.example:6651,broker-2.west.example:6651
+	// topology: line 5: "wieght" in a cluster: unknown field
+}
+
 // Validate also checks topologies built in code. Weight has no default
 // there: a zero Weight is rejected.
 func ExampleTopology_Validate() {
