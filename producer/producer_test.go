@@ -506,13 +506,13 @@ func TestFailWhenFullInsteadOfBlocking(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		p.SendAsync(context.Background(), &producer.Message{Key: "k"}, nil)
 	}
-	start := time.Now()
+	// The held messages are acknowledged only at the end: a Send or
+	// SendAsync that waited for space would never return.
 	_, err := p.Send(context.Background(), &producer.Message{Key: "k"})
 	require.ErrorIs(t, err, producer.ErrBufferFull)
 	var se *producer.SendError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "c1", se.Cluster)
 	require.ErrorIs(t, asyncErr(context.Background(), p, &producer.Message{Key: "k"}), producer.ErrBufferFull)
-	assert.Less(t, time.Since(start), time.Second, "no waiting")
 	fake.Cluster("c1").Partition(0).Ack()
 }
