@@ -34,6 +34,9 @@ var (
 	// ErrMessageTooLarge is returned when a message is larger than the
 	// broker's maximum message size.
 	ErrMessageTooLarge = errors.New("producer: message too large")
+	// ErrEncryption is a SendError's Err for a message that could not be
+	// encrypted (see the Encryption option): it was not written.
+	ErrEncryption = errors.New("producer: message could not be encrypted")
 
 	// ErrClusterDown is returned for a message routed to a cluster that is
 	// down (see OnClusterDown), when the policy fails it.

@@ -9,6 +9,7 @@ package producer
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -56,8 +57,22 @@ func notSent(err error) bool {
 			return true
 		}
 	}
-	return false
+	return encryptFailed(err)
 }
+
+// encryptFailed reports whether err is pulsar-client-go's failure to
+// encrypt a message under ProducerCryptoFailureActionFail. v0.21.0
+// encrypts while it serialises the message or batch, before writing it
+// (internal/commands.go, serializeMessage: "encryption of message failed,
+// ProducerCryptoFailureAction is set to Fail. Error: ...", around
+// internal/crypto/producer_encryptor.go's own "ProducerCryptoFailureAction
+// is set to Fail and error occurred in encrypting payload"), and wraps no
+// sentinel: the text is the only mark. e2e/parity checks it on a broker.
+func encryptFailed(err error) bool {
+	return err != nil && strings.Contains(err.Error(), encryptFailedText)
+}
+
+const encryptFailedText = "ProducerCryptoFailureAction is set to Fail"
 
 var notSentErrs = []error{
 	context.Canceled,

@@ -48,7 +48,8 @@ type Message struct {
 	// gives the message, for broker deduplication: it must grow from one
 	// message to the next of the same partition writer (the key's
 	// Placement), as the broker drops a message whose id is not above the
-	// last it stored from that writer's name.
+	// last it stored from that writer's name (see Name: with batching on,
+	// the broker sees only each batch's first id).
 	SequenceID *int64
 
 	encodeErr error // set by Typed for a value its schema could not encode
@@ -60,6 +61,13 @@ type ID struct {
 	Cluster   string
 	Partition int
 	MessageID pulsar.MessageID
+}
+
+// Duplicate reports whether the broker acknowledged the message without
+// storing it, as a duplicate of one it had stored (broker deduplication,
+// see Name): pulsar-client-go reports those with ledger and entry -1.
+func (id ID) Duplicate() bool {
+	return id.MessageID != nil && id.MessageID.LedgerID() == -1 && id.MessageID.EntryID() == -1
 }
 
 // String returns "cluster/partition/ledger:entry:batch".

@@ -1,6 +1,9 @@
 package producer
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -51,4 +54,41 @@ func TestCheckNamesTheContradiction(t *testing.T) {
 	} {
 		assert.NoError(t, check(m))
 	}
+}
+
+type idOf struct {
+	pulsar.MessageID
+	ledger, entry int64
+}
+
+func (i idOf) LedgerID() int64 { return i.ledger }
+func (i idOf) EntryID() int64  { return i.entry }
+
+func TestDuplicateIsLedgerAndEntryMinusOne(t *testing.T) {
+	assert.True(t, ID{MessageID: idOf{ledger: -1, entry: -1}}.Duplicate())
+	assert.False(t, ID{MessageID: idOf{ledger: 7, entry: 0}}.Duplicate())
+	assert.False(t, ID{}.Duplicate())
+}
+
+// pulsar-client-go v0.21.0 fails a message it cannot encrypt with this
+// text (internal/commands.go around internal/crypto/producer_encryptor.go),
+// wrapping no sentinel.
+func TestEncryptionFailureIsNotWritten(t *testing.T) {
+	upstream := fmt.Errorf("encryption of message failed, ProducerCryptoFailureAction is set to Fail. Error: %w",
+		fmt.Errorf("ProducerCryptoFailureAction is set to Fail and error occurred in encrypting payload: %w", errors.New("no key")))
+	e := (&cluster{name: "c"}).sendError(context.Background(), "k", 0, upstream, false)
+	assert.True(t, NotWritten(e))
+	assert.ErrorIs(t, e, ErrEncryption)
+	assert.Equal(t, ReasonEncryption, Reason(e))
+	assert.Equal(t, "encryption", ReasonEncryption.String())
+}
+
+func TestEveryWriterGetsItsOwnEncryptionInfo(t *testing.T) {
+	e := &pulsar.ProducerEncryptionInfo{Keys: []string{"k"}}
+	a, b := ownCopy(e), ownCopy(e)
+	assert.NotSame(t, a, b)
+	assert.Equal(t, *e, *a)
+	a.Keys[0] = "changed"
+	assert.Equal(t, "k", e.Keys[0])
+	assert.Nil(t, ownCopy(nil))
 }

@@ -182,8 +182,9 @@ func Linger(d time.Duration) Opt { return optFunc(func(c *cfg) { c.linger = d })
 // Compression sets the codec (default LZ4).
 func Compression(codec Codec) Opt { return optFunc(func(c *cfg) { c.codec = codec }) }
 
-// Level is how hard the codec works (pulsar-client-go's CompressionLevel;
-// ZSTD and ZLib use it).
+// Level is how hard the codec works (pulsar-client-go's CompressionLevel).
+// pulsar-client-go v0.21.0 applies it to ZSTD only: it makes LZ4 and ZLib
+// without a level.
 type Level int
 
 // Compression levels.
@@ -213,9 +214,15 @@ func Chunking(maxChunkBytes int) Opt { return optFunc(func(c *cfg) { c.chunkMax 
 // is named "<name>-<cluster>-<partition>", the same from one run to the
 // next, so that a broker with deduplication on recognises a restarted
 // Producer and drops the messages it already stored (resend them with
-// their Message.SequenceID). Only one Producer with a given name may be
-// connected at a time. Default: names chosen by the brokers, different at
-// each start.
+// their Message.SequenceID; ID.Duplicate reports those it dropped). Only
+// one Producer with a given name may be connected at a time. Default:
+// names chosen by the brokers, different at each start.
+//
+// Resending is exact with Batching(false) only: pulsar-client-go v0.21.0
+// never tells the broker a batch's highest sequence id, so the broker
+// remembers only the first id of each stored batch, and a resent batch
+// can be stored twice in part or dropped in part
+// (apache/pulsar-client-go#59, #1395).
 func Name(name string) Opt { return optFunc(func(c *cfg) { c.name = name }) }
 
 // Encryption encrypts every message end to end (pulsar-client-go's

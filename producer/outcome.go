@@ -35,6 +35,8 @@ func (c *cluster) sendError(ctx context.Context, key string, part int, err error
 		e.Err = ErrSendTimeout
 	case errors.Is(err, pulsar.ErrMessageTooLarge):
 		e.Err = ErrMessageTooLarge
+	case encryptFailed(err):
+		e.Err = ErrEncryption
 	}
 	if e.Err != nil && e.Cause == e.Err {
 		e.Cause = nil

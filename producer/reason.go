@@ -37,6 +37,7 @@ const (
 	ReasonTxnPartialCommit                    // a *PartialCommitError
 	ReasonTxnOutcomeUnknown                   // ErrTxnOutcomeUnknown
 	ReasonTxnAborted                          // ErrTxnAborted, for another cause than those above
+	ReasonEncryption                          // ErrEncryption
 )
 
 var reasonNames = [...]string{
@@ -58,6 +59,7 @@ var reasonNames = [...]string{
 	ReasonBadTopology:       "bad_topology",
 	ReasonConnect:           "connect",
 	ReasonTxnDisabled:       "txn_disabled",
+	ReasonEncryption:        "encryption",
 	ReasonTxnTooLarge:       "txn_too_large",
 	ReasonTxnCrossCluster:   "txn_cross_cluster",
 	ReasonTxnDone:           "txn_done",
@@ -91,6 +93,7 @@ var reasons = []struct {
 	{ErrBufferFull, ReasonBufferFull},
 	{ErrSendTimeout, ReasonSendTimeout},
 	{ErrMessageTooLarge, ReasonMessageTooLarge},
+	{ErrEncryption, ReasonEncryption},
 	{ErrNoTopic, ReasonBadOption},
 	{ErrBadOption, ReasonBadOption},
 	{ErrBadTopology, ReasonBadTopology},

@@ -158,7 +158,7 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]
 			CompressionLevel:        pulsar.CompressionLevel(wc.level),
 			EnableChunking:          wc.chunkMax > 0,
 			ChunkMaxMessageSize:     uint(wc.chunkMax),
-			Encryption:              wc.encryption,
+			Encryption:              ownCopy(wc.encryption),
 			Schema:                  wc.schema,
 		}
 		if wc.keyBatching {
@@ -202,4 +202,18 @@ func overrideFor(wc *writerConfig, s topology.ProducerSettings) {
 	if codec, err := ParseCodec(s.Compression); err == nil {
 		wc.codec = codec
 	}
+}
+
+// ownCopy gives each writer its own ProducerEncryptionInfo: pulsar-client-go
+// v0.21.0 stores the writer's MessageCrypto in the struct it is given
+// (producer_partition.go, newPartitionProducer), so writers sharing one
+// would share that writer's data key and log its partition, and the
+// writers of the clusters, opened in parallel, would race on the store.
+func ownCopy(e *pulsar.ProducerEncryptionInfo) *pulsar.ProducerEncryptionInfo {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.Keys = append([]string(nil), e.Keys...)
+	return &c
 }
