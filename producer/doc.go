@@ -125,6 +125,7 @@ package producer
 //	options.go    every option (Producer and transaction), defaults, validation
 //	producer.go   Producer: New, Close, the close protocol, background goroutines
 //	message.go    Message, ID, Callback
+//	typed.go      Typed[T]: values encoded with the Producer's Schema
 //	route.go      key -> cluster -> partition, keyless spreading, the down policy's pick
 //	admit.go      the cluster's buffer share (budget) and what a down cluster admits
 //	health.go     cluster health: the monitor, probes, Health
