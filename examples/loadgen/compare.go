@@ -10,6 +10,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/keyroute/keyroute/producer"
 	"github.com/keyroute/keyroute/topology"
 )
 
@@ -87,14 +88,14 @@ rounds:
 			case name == "raw":
 				tgt = newRawAsync(&rl, raw.p, cfg.maxPending+2*cfg.senders)
 			default:
-				tgt = sdkTarget(cfg, sdk, &rl)
+				tgt = sdkTarget(cfg, []*producer.Producer{sdk}, &rl)
 			}
 			if name == "raw" {
 				flush = func(context.Context) error { return raw.p.Flush() }
 			} else {
 				flush = sdk.Flush
 			}
-			series, intr := drive(ctx, driveSpec{cfg: cfg, tgt: tgt, rec: rl.rec, warmup: cfg.warmup,
+			series, intr := drive(ctx, driveSpec{cfg: cfg, tgt: tgt, rec: rl.rec, keys: len(rl.keys), warmup: cfg.warmup,
 				duration: cfg.duration, progress: stderr, label: fmt.Sprintf("%s r%d", name, r)})
 			d := drainTimeout
 			if intr {

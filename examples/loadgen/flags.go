@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,7 +60,36 @@ type config struct {
 	jsonPath   string
 	plotPath   string
 	compareRaw bool
+
+	// The load's shape. Without -workload: one topic (-topic), one
+	// producer, -subscriptions x -consumers consumers.
+	topics            int
+	producersPerTopic int
+	subscriptions     int    // per topic; 0: produce only
+	consumers         int    // per subscription
+	subType           string // failover, exclusive, shared or key_shared
+
+	payloadFile  string // pulsar-perf's -f: one payload per line (-payload-delimiter)
+	payloadDelim string
+	numMessages  int64  // pulsar-perf's -n: stop after this many (0: no limit)
+	untilN       bool   // -n without -duration: the window lasts until the n-th message
+	histFile     string // HdrHistogram interval log
+
+	// OpenMessaging Benchmark.
+	workloadPath string
+	wl           *workload // nil without -workload
+	ombMinute    time.Duration
+	ombJSON      string
+	ombDriver    string
+
+	pay *payloads // built by parseFlags from the payload settings
 }
+
+// forever stands for "no time limit" (-n without -duration).
+const forever = time.Duration(1 << 62)
+
+// subTypes are the -sub-type values.
+var subTypes = []string{"failover", "exclusive", "shared", "key_shared"}
 
 // byteSize is a flag.Value for byte counts: "67108864", "64MiB", "1GiB",
 // "500MB", "128KiB".
@@ -136,7 +166,7 @@ usage: go run ./examples/loadgen [flags]
 	fs.Float64Var(&cfg.rate, "rate", 0, "total messages per second over all senders (0: as fast as possible)")
 	fs.IntVar(&cfg.size, "size", 128, "message payload `bytes`")
 	fs.IntVar(&cfg.keys, "keys", 10000, "number of distinct message keys")
-	fs.StringVar(&cfg.keyDist, "key-dist", "uniform", "key distribution: uniform or zipf")
+	fs.StringVar(&cfg.keyDist, "key-dist", "uniform", "key distribution: uniform, zipf, or OMB's none (NO_KEY), round-robin (KEY_ROUND_ROBIN), random-nano (RANDOM_NANO)")
 	fs.Float64Var(&cfg.zipfS, "zipf-s", 1.2, "zipf exponent s (> 1) for -key-dist zipf; larger is more skewed")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "random seed for key choice")
 	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "measured run time, after the warm-up")
@@ -156,6 +186,17 @@ usage: go run ./examples/loadgen [flags]
 	fs.StringVar(&cfg.jsonPath, "json", "", "write the results as JSON to this `file`")
 	fs.StringVar(&cfg.plotPath, "plot", "", "write a PNG plot of throughput and latency per second to this `file`")
 	fs.BoolVar(&cfg.compareRaw, "compare-raw", false, "compare the SDK with raw pulsar-client-go on the first cluster (raw/sdk/raw/sdk)")
+	fs.IntVar(&cfg.subscriptions, "subscriptions", 0, "subscriptions to consume the topic with, through the keyroute consumer, for end-to-end latency (0: produce only)")
+	fs.IntVar(&cfg.consumers, "consumers", 1, "consumers per subscription (with -subscriptions)")
+	fs.StringVar(&cfg.subType, "sub-type", "failover", "subscription type: failover (OMB's Pulsar default), exclusive, shared or key_shared")
+	fs.StringVar(&cfg.payloadFile, "payload-file", "", "take payloads from this `file`, one per line (see -payload-delimiter), each message a random one (pulsar-perf's -f)")
+	fs.StringVar(&cfg.payloadDelim, "payload-delimiter", `\n`, "separator of the payloads in -payload-file (\\n, \\r and \\t stand for themselves)")
+	fs.Int64Var(&cfg.numMessages, "n", 0, "stop after handing over this many messages, warm-up included (0: no limit; without -duration the run lasts until then)")
+	fs.StringVar(&cfg.histFile, "histogram-file", "", "write an HdrHistogram interval log (one interval a second, nanoseconds; tags publish, e2e and per cluster publish.NAME, e2e.NAME) to this `file`")
+	fs.StringVar(&cfg.workloadPath, "workload", "", "run this OpenMessaging Benchmark workload `file` (YAML); see -omb-minute and -omb-json")
+	fs.DurationVar(&cfg.ombMinute, "omb-minute", time.Minute, "length of one of the workload's minutes (testDurationMinutes, warmupDurationMinutes), e.g. 6s for tests; OMB's 10 s reporting interval is a sixth of it (at least 1 s)")
+	fs.StringVar(&cfg.ombDriver, "omb-driver", "", "the OMB result's driver name, its series label in OMB's charts (default keyroute-N-clusters)")
+	fs.StringVar(&cfg.ombJSON, "omb-json", "", "write OMB's result JSON (TestResult) to this `file` (with -workload, default <name>-keyroute-<date>.json as OMB names it)")
 	return fs
 }
 
@@ -173,10 +214,56 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%w: unexpected argument %q (flags only)", errUsage, fs.Arg(0))
 	}
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	if err := prepare(cfg, explicit); err != nil {
+		return nil, err
+	}
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
+	pay, err := buildPayloads(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.pay = pay
+	if cfg.payloadFile != "" {
+		cfg.size = max(1, int(pay.meanLen+0.5)) // for MB/s
+	}
 	return cfg, nil
+}
+
+// prepare applies -workload and the settings that depend on which flags
+// were given (explicit).
+func prepare(c *config, explicit map[string]bool) error {
+	c.topics, c.producersPerTopic = 1, 1
+	c.payloadDelim = strings.NewReplacer(`\n`, "\n", `\r`, "\r", `\t`, "\t").Replace(c.payloadDelim)
+	var errs []error
+	if explicit["omb-minute"] && c.workloadPath == "" {
+		errs = append(errs, bad("omb-minute", "needs -workload"))
+	}
+	if c.ombMinute <= 0 {
+		errs = append(errs, bad("omb-minute", "must be > 0 (got %v)", c.ombMinute))
+	}
+	if explicit["size"] && c.payloadFile != "" {
+		errs = append(errs, bad("size", "conflicts with -payload-file: the payloads' sizes come from the file"))
+	}
+	if c.workloadPath != "" && c.ombMinute > 0 {
+		w, err := loadWorkload(c.workloadPath)
+		if err != nil {
+			return err
+		}
+		if err := applyWorkload(c, w, explicit); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.numMessages > 0 && !explicit["duration"] && c.wl == nil {
+		c.duration, c.untilN = forever, true
+	}
+	if c.numMessages > 0 && !explicit["warmup"] && c.wl == nil {
+		c.warmup = 0 // as pulsar-perf: -n counts from the first message
+	}
+	return errors.Join(errs...)
 }
 
 // validate checks every flag and reports every problem at once, each naming
@@ -201,13 +288,13 @@ func validate(c *config) error {
 		add(bad("keys", "must be at least 1 (got %d)", c.keys))
 	}
 	switch c.keyDist {
-	case "uniform":
+	case "uniform", "none", "round-robin", "random-nano":
 	case "zipf":
 		if !(c.zipfS > 1) || math.IsInf(c.zipfS, 0) {
 			add(bad("zipf-s", "must be a finite number > 1 (got %v)", c.zipfS))
 		}
 	default:
-		add(bad("key-dist", "must be uniform or zipf (got %q)", c.keyDist))
+		add(bad("key-dist", "must be one of %s (got %q)", strings.Join(keyDists, ", "), c.keyDist))
 	}
 	if c.duration <= 0 {
 		add(bad("duration", "must be > 0 (got %v)", c.duration))
@@ -263,6 +350,32 @@ func validate(c *config) error {
 	}
 	if c.compareRaw && c.txnSize > 0 {
 		add(bad("compare-raw", "cannot be combined with -txn-size"))
+	}
+	if c.numMessages < 0 {
+		add(bad("n", "must be >= 0 (got %d)", c.numMessages))
+	}
+	if c.subscriptions < 0 || c.subscriptions > 100 {
+		add(bad("subscriptions", "must be between 0 and 100 (got %d)", c.subscriptions))
+	}
+	if c.consumers < 1 || c.consumers > 100 {
+		add(bad("consumers", "must be between 1 and 100 (got %d)", c.consumers))
+	}
+	if !slices.Contains(subTypes, c.subType) {
+		add(bad("sub-type", "must be one of %s (got %q)", strings.Join(subTypes, ", "), c.subType))
+	} else if c.subType == "exclusive" && c.consumers > 1 && c.subscriptions > 0 {
+		add(bad("sub-type", "exclusive allows one consumer per subscription (got %d)", c.consumers))
+	}
+	if c.keyDist == "none" && c.txnSize > 0 {
+		add(bad("key-dist", "none cannot be combined with -txn-size (transactions route by key)"))
+	}
+	if c.subscriptions > 0 && c.txnSize > 0 {
+		add(bad("subscriptions", "cannot be combined with -txn-size"))
+	}
+	if c.subscriptions > 0 && c.compareRaw {
+		add(bad("subscriptions", "cannot be combined with -compare-raw"))
+	}
+	if c.payloadDelim == "" {
+		add(bad("payload-delimiter", "must not be empty"))
 	}
 	if c.plotPath != "" && !strings.HasSuffix(strings.ToLower(c.plotPath), ".png") {
 		add(bad("plot", "file name must end in .png (got %q)", c.plotPath))

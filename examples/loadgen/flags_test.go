@@ -152,3 +152,40 @@ func TestRunTxnExitsTwo(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr.String(), "transactions not supported yet")
 }
+
+func TestParseFlagsConsumersAndPulsarPerfParity(t *testing.T) {
+	cfg, err := parseFlags([]string{"-subscriptions", "2", "-consumers", "3", "-sub-type", "shared", "-n", "5000", "-histogram-file", "h.hlog"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 2, cfg.subscriptions)
+	assert.Equal(t, 3, cfg.consumers)
+	assert.Equal(t, "shared", cfg.subType)
+	assert.EqualValues(t, 5000, cfg.numMessages)
+	assert.True(t, cfg.untilN, "-n without -duration: until the n-th message")
+	assert.Zero(t, cfg.warmup, "-n without -warmup: no warm-up, as pulsar-perf")
+	assert.Equal(t, 1, cfg.topics)
+
+	cfg, err = parseFlags([]string{"-n", "10", "-duration", "3s"}, io.Discard)
+	require.NoError(t, err)
+	assert.False(t, cfg.untilN)
+	assert.Equal(t, 3*time.Second, cfg.duration)
+
+	for args, flag := range map[string]string{
+		"-n -1":              "n",
+		"-subscriptions 101": "subscriptions",
+		"-consumers 0":       "consumers",
+		"-sub-type fanout":   "sub-type",
+		"-sub-type exclusive -consumers 2 -subscriptions 1": "sub-type",
+		"-subscriptions 1 -txn-size 5":                      "subscriptions",
+		"-subscriptions 1 -compare-raw":                     "subscriptions",
+		"-key-dist none -txn-size 5":                        "key-dist",
+	} {
+		_, err := parseFlags(strings.Fields(args), io.Discard)
+		var ue *usageError
+		require.ErrorAs(t, err, &ue, args)
+		assert.Equal(t, flag, ue.Flag, args)
+	}
+	for _, d := range keyDists {
+		_, err := parseFlags([]string{"-key-dist", d}, io.Discard)
+		assert.NoError(t, err, d)
+	}
+}

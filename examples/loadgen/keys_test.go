@@ -9,7 +9,7 @@ import (
 )
 
 func TestMakeKeysDistinct(t *testing.T) {
-	keys := makeKeys(1000)
+	keys := makeKeys("uniform", 1000, 1)
 	seen := map[string]bool{}
 	for _, k := range keys {
 		assert.False(t, seen[k], k)
@@ -76,5 +76,61 @@ func TestSingleKey(t *testing.T) {
 		for range 100 {
 			assert.Zero(t, c.next(), dist)
 		}
+	}
+}
+
+func TestOMBKeysAreOMBShaped(t *testing.T) {
+	keys := makeKeys("round-robin", ombKeyCount, 7)
+	require.Len(t, keys, ombKeyCount)
+	seen := map[string]bool{}
+	for _, k := range keys {
+		// 7 random bytes in unpadded base64url, as OMB's KeyDistributor.
+		require.Len(t, k, 10, k)
+		for _, r := range k {
+			require.True(t, r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_', k)
+		}
+		assert.False(t, seen[k], k)
+		seen[k] = true
+	}
+	assert.Equal(t, keys, makeKeys("random-nano", ombKeyCount, 7), "same seed, same keys")
+	assert.NotEqual(t, keys[:5], makeKeys("round-robin", ombKeyCount, 8)[:5])
+}
+
+func TestNoKeyDistributor(t *testing.T) {
+	c := newKeyChooser("none", ombKeyCount, 0, 1, 0)
+	for range 10 {
+		assert.Equal(t, -1, c.next())
+	}
+}
+
+func TestKeyRoundRobinStartsAtOneAndWraps(t *testing.T) {
+	// OMB's KeyRoundRobin increments before it reads: 1, 2, ..., n-1, 0, 1.
+	c := newKeyChooser("round-robin", 4, 0, 1, 0)
+	var got []int
+	for range 9 {
+		got = append(got, c.next())
+	}
+	assert.Equal(t, []int{1, 2, 3, 0, 1, 2, 3, 0, 1}, got)
+}
+
+func TestRandomNanoIndex(t *testing.T) {
+	// Math.abs((int) System.nanoTime() % 10000): the cast keeps the low 32
+	// bits (as a signed int) before the remainder.
+	for _, c := range []struct {
+		nanos int64
+		want  int
+	}{
+		{0, 0},
+		{12345, 2345},
+		{1<<32 + 7, 7},     // high bits dropped
+		{0xFFFFFFFF, 1},    // int32 -1 -> -1 % 10000 = -1 -> 1
+		{0x80000000, 3648}, // int32 min -2147483648 % 10000 = -3648
+	} {
+		assert.Equal(t, c.want, randomNanoIndex(c.nanos, 10000), "%d", c.nanos)
+	}
+	c := newKeyChooser("random-nano", ombKeyCount, 0, 1, 0)
+	for range 1000 {
+		k := c.next()
+		require.True(t, k >= 0 && k < ombKeyCount, "%d", k)
 	}
 }

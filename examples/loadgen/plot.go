@@ -1,74 +1,51 @@
 package main
 
 import (
-	"bufio"
-	"fmt"
-	"image"
 	"image/color"
-	"image/draw"
-	"image/png"
 	"math"
 	"os"
-	"strconv"
 
-	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
-	"golang.org/x/image/math/fixed"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Plot geometry and colours.
+// The plot is drawn with gonum.org/v1/plot: a 1000 x 700 px PNG of two
+// panels sharing the time axis, throughput above and latency below.
 const (
-	plotW      = 1000
-	plotH      = 680
-	marginL    = 80
-	marginR    = 30
-	titleH     = 34
-	panelGap   = 60
-	marginB    = 40
-	targetTick = 6
+	plotW   = 1000
+	plotH   = 700
+	plotDPI = 96
 )
 
 var (
-	colBG     = color.RGBA{255, 255, 255, 255}
-	colAxis   = color.RGBA{60, 60, 60, 255}
-	colGrid   = color.RGBA{225, 225, 225, 255}
-	colWarmup = color.RGBA{245, 240, 225, 255}
-	colText   = color.RGBA{20, 20, 20, 255}
+	colWarmup = color.RGBA{245, 232, 200, 255}
 	colRate   = color.RGBA{31, 119, 180, 255}
+	colRecv   = color.RGBA{255, 127, 14, 255}
 	colP50    = color.RGBA{44, 160, 44, 255}
 	colP99    = color.RGBA{214, 39, 40, 255}
+	colE2E50  = color.RGBA{148, 103, 189, 255}
+	colE2E99  = color.RGBA{140, 86, 75, 255}
 )
 
-// line is one data series of a panel.
-type line struct {
-	name string
-	col  color.RGBA
-	ys   []float64
-}
-
-// panel is one chart: x is seconds, shared by every line.
-type panel struct {
-	title string
-	yUnit string
-	rect  image.Rectangle // the plotting area, inside the axes
-	lines []line
-}
-
-// writePlot draws the per-second series as a PNG with two panels:
-// throughput (msg/s) and latency (p50 and p99, ms). Warm-up seconds are
-// shaded.
+// writePlot draws the per-second series as a PNG: throughput (published,
+// and received when consumers ran) and latency (publish p50 and p99, and
+// end-to-end p50 and p99 when consumers ran). The warm-up is shaded, and
+// the latency axis is scaled to the measured window: warm-up spikes (a
+// cold broker, JIT compilation) run off the top instead of flattening
+// the window's lines.
 func writePlot(path string, series []second, title string) error {
-	img := renderPlot(series, title)
+	c, err := renderPlot(series, title)
+	if err != nil {
+		return err
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(f)
-	if err := png.Encode(w, img); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
+	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(f); err != nil {
 		f.Close()
 		return err
 	}
@@ -76,203 +53,151 @@ func writePlot(path string, series []second, title string) error {
 }
 
 // renderPlot draws the image.
-func renderPlot(series []second, title string) *image.RGBA {
-	img := image.NewRGBA(image.Rect(0, 0, plotW, plotH))
-	draw.Draw(img, img.Bounds(), &image.Uniform{colBG}, image.Point{}, draw.Src)
-	drawText(img, marginL, 22, title, colText)
+func renderPlot(series []second, title string) (*vgimg.Canvas, error) {
+	warmEnd := warmupEnd(series)
+	consumed := false
+	for _, s := range series {
+		consumed = consumed || s.ClusterE2EP99 != nil
+	}
+	pick := func(f func(second) float64) plotter.XYs {
+		xy := make(plotter.XYs, len(series))
+		for i, s := range series {
+			xy[i].X, xy[i].Y = s.T, f(s)
+		}
+		return xy
+	}
 
-	xs := make([]float64, len(series))
-	rate, p50, p99 := make([]float64, len(series)), make([]float64, len(series)), make([]float64, len(series))
-	var warm []bool
-	for i, s := range series {
-		xs[i], rate[i], p50[i], p99[i] = s.T, s.MsgPerSec, s.P50Ms, s.P99Ms
-		warm = append(warm, s.Warmup)
+	top := newPanel(title, "msg/s", warmEnd)
+	addLine(top, "published (acked) msg/s", colRate, pick(func(s second) float64 { return s.MsgPerSec }))
+	if consumed {
+		addLine(top, "received msg/s", colRecv, pick(func(s second) float64 { return s.RecvPerSec }))
 	}
-	panelH := (plotH - titleH - panelGap - marginB - 20) / 2
-	top := titleH + 20
-	panels := []panel{
-		{title: "throughput (acknowledged msg/s per second)", yUnit: "msg/s",
-			rect:  image.Rect(marginL, top, plotW-marginR, top+panelH),
-			lines: []line{{"msg/s", colRate, rate}}},
-		{title: "send-to-ack latency per second (ms)", yUnit: "ms",
-			rect:  image.Rect(marginL, top+panelH+panelGap, plotW-marginR, top+2*panelH+panelGap),
-			lines: []line{{"p99", colP99, p99}, {"p50", colP50, p50}}},
+	top.Y.Min = 0
+	top.Y.Max = niceMax(maxOf(series, false, func(s second) float64 { return max(s.MsgPerSec, s.RecvPerSec) }))
+
+	bottom := newPanel("latency per second", "ms", warmEnd)
+	addLine(bottom, "publish p50", colP50, pick(func(s second) float64 { return s.P50Ms }))
+	addLine(bottom, "publish p99", colP99, pick(func(s second) float64 { return s.P99Ms }))
+	if consumed {
+		addLine(bottom, "end-to-end p50", colE2E50, pick(func(s second) float64 { return s.E2EP50Ms }))
+		addLine(bottom, "end-to-end p99", colE2E99, pick(func(s second) float64 { return s.E2EP99Ms }))
 	}
+	bottom.X.Label.Text = "seconds since start"
+	bottom.Y.Min = 0
+	bottom.Y.Max = latencyAxisMax(series)
+
 	xMax := 1.0
-	if len(xs) > 0 {
-		xMax = math.Max(xMax, xs[len(xs)-1])
+	if n := len(series); n > 0 {
+		xMax = math.Max(xMax, series[n-1].T)
 	}
-	for _, p := range panels {
-		drawPanel(img, p, xs, warm, xMax)
+	for _, p := range []*plot.Plot{top, bottom} {
+		p.X.Min, p.X.Max = 0, xMax
 	}
-	return img
+
+	c := vgimg.NewWith(vgimg.UseWH(vg.Length(plotW)*vg.Inch/plotDPI, vg.Length(plotH)*vg.Inch/plotDPI), vgimg.UseDPI(plotDPI))
+	dc := draw.New(c)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 6,
+		PadTop: vg.Millimeter * 3, PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 5}
+	cs := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, dc)
+	top.Draw(cs[0][0])
+	bottom.Draw(cs[1][0])
+	return c, nil
 }
 
-func drawPanel(img *image.RGBA, p panel, xs []float64, warm []bool, xMax float64) {
-	r := p.rect
-	yMax := 0.0
-	for _, l := range p.lines {
-		for _, y := range l.ys {
-			if !math.IsNaN(y) && !math.IsInf(y, 0) {
-				yMax = math.Max(yMax, y)
-			}
-		}
+// newPanel returns a plot with a grid and, when the run had one, the
+// warm-up shaded up to warmEnd (with a legend entry).
+func newPanel(title, yUnit string, warmEnd float64) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = yUnit
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	if warmEnd > 0 {
+		w := shade{x1: warmEnd, col: colWarmup}
+		p.Add(w)
+		p.Legend.Add("warm-up", w)
 	}
-	yStep := niceStep(yMax, targetTick)
-	yTop := math.Max(yStep, math.Ceil(yMax/yStep)*yStep)
-	xStep := niceStep(xMax, 10)
-	px := func(x float64) int { return r.Min.X + int(math.Round(x/xMax*float64(r.Dx()))) }
-	py := func(y float64) int { return r.Max.Y - int(math.Round(y/yTop*float64(r.Dy()))) }
-
-	// Warm-up shading: second i covers (T-1, T].
-	for i, w := range warm {
-		if w {
-			x0 := px(math.Max(xs[i]-1, 0))
-			fill(img, image.Rect(x0, r.Min.Y, px(xs[i])+1, r.Max.Y), colWarmup)
-		}
-	}
-	// Grid and ticks.
-	for y := 0.0; y <= yTop+yStep/2; y += yStep {
-		yy := py(y)
-		hline(img, r.Min.X, r.Max.X, yy, colGrid)
-		hline(img, r.Min.X-5, r.Min.X, yy, colAxis)
-		label := fmtTick(y)
-		drawText(img, r.Min.X-8-7*len(label), yy+4, label, colText)
-	}
-	for x := 0.0; x <= xMax+xStep/2; x += xStep {
-		xx := px(x)
-		if xx > r.Max.X {
-			break
-		}
-		vline(img, xx, r.Min.Y, r.Max.Y, colGrid)
-		vline(img, xx, r.Max.Y, r.Max.Y+5, colAxis)
-		label := fmtTick(x) + "s"
-		drawText(img, xx-7*len(label)/2, r.Max.Y+18, label, colText)
-	}
-	// Axes.
-	hline(img, r.Min.X, r.Max.X, r.Max.Y, colAxis)
-	vline(img, r.Min.X, r.Min.Y, r.Max.Y, colAxis)
-	drawText(img, r.Min.X, r.Min.Y-8, p.title, colText)
-
-	// Lines and legend.
-	lx := r.Max.X - 10
-	for _, l := range p.lines {
-		for i := 1; i < len(l.ys); i++ {
-			thickLine(img, px(xs[i-1]), py(l.ys[i-1]), px(xs[i]), py(l.ys[i]), l.col)
-		}
-		if len(l.ys) == 1 {
-			fill(img, image.Rect(px(xs[0])-2, py(l.ys[0])-2, px(xs[0])+3, py(l.ys[0])+3), l.col)
-		}
-		lx -= 7*len(l.name) + 30
-		fill(img, image.Rect(lx, r.Min.Y-14, lx+16, r.Min.Y-10), l.col)
-		drawText(img, lx+20, r.Min.Y-8, l.name, colText)
-	}
-	if anyWarm(warm) {
-		lx -= 7*len("warm-up") + 30
-		fill(img, image.Rect(lx, r.Min.Y-17, lx+16, r.Min.Y-7), colWarmup)
-		drawText(img, lx+20, r.Min.Y-8, "warm-up", colText)
-	}
+	return p
 }
 
-func anyWarm(w []bool) bool {
-	for _, b := range w {
-		if b {
-			return true
-		}
+func addLine(p *plot.Plot, name string, col color.Color, xy plotter.XYs) {
+	l, err := plotter.NewLine(xy)
+	if err != nil { // NaN or infinite values: leave the line out
+		return
 	}
-	return false
+	l.LineStyle.Color = col
+	l.LineStyle.Width = vg.Points(1.5)
+	p.Add(l)
+	p.Legend.Add(name, l)
 }
 
-// niceStep returns a step of 1, 2 or 5 times a power of ten that cuts
-// [0, max] into about n intervals.
-func niceStep(max float64, n int) float64 {
-	if !(max > 0) {
+// shade fills the plot's full height from x0 to x1: the warm-up.
+type shade struct {
+	x0, x1 float64
+	col    color.Color
+}
+
+func (s shade) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	x0, x1 := trX(s.x0), trX(s.x1)
+	c.FillPolygon(s.col, c.ClipPolygonXY([]vg.Point{
+		{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}}))
+}
+
+// Thumbnail draws the legend's swatch.
+func (s shade) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(s.col, []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y},
+		{X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}})
+}
+
+// warmupEnd returns the time the last warm-up second ends (0: none).
+func warmupEnd(series []second) float64 {
+	end := 0.0
+	for _, s := range series {
+		if s.Warmup {
+			end = s.T
+		}
+	}
+	return end
+}
+
+// maxOf returns the largest finite f over the measured seconds, or over
+// every second when onlyMeasured finds none (or is false).
+func maxOf(series []second, onlyMeasured bool, f func(second) float64) float64 {
+	m, any := 0.0, false
+	for _, s := range series {
+		if onlyMeasured && s.Warmup {
+			continue
+		}
+		if v := f(s); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			m, any = math.Max(m, v), true
+		}
+	}
+	if onlyMeasured && !any {
+		return maxOf(series, false, f)
+	}
+	return m
+}
+
+// latencyAxisMax is the top of the latency axis: the largest p99 of the
+// measured window, with headroom.
+func latencyAxisMax(series []second) float64 {
+	return niceMax(maxOf(series, true, func(s second) float64 { return max(s.P99Ms, s.E2EP99Ms) }))
+}
+
+// niceMax rounds v*1.1 up to 1, 2 or 5 times a power of ten (1 for v <= 0).
+func niceMax(v float64) float64 {
+	if !(v > 0) {
 		return 1
 	}
-	raw := max / float64(n)
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if raw <= m*mag {
+	v *= 1.1
+	mag := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if v <= m*mag {
 			return m * mag
 		}
 	}
 	return 10 * mag
-}
-
-// fmtTick formats an axis value compactly: 0.25, 12, 150k, 1.2M.
-func fmtTick(v float64) string {
-	switch {
-	case v >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'g', 4, 64) + "M"
-	case v >= 1e4:
-		return strconv.FormatFloat(v/1e3, 'g', 4, 64) + "k"
-	case v == math.Trunc(v):
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	default:
-		return fmt.Sprintf("%.3g", v)
-	}
-}
-
-func fill(img *image.RGBA, r image.Rectangle, c color.RGBA) {
-	draw.Draw(img, r.Intersect(img.Bounds()), &image.Uniform{c}, image.Point{}, draw.Src)
-}
-
-func hline(img *image.RGBA, x0, x1, y int, c color.RGBA) {
-	for x := x0; x <= x1; x++ {
-		img.SetRGBA(x, y, c)
-	}
-}
-
-func vline(img *image.RGBA, x, y0, y1 int, c color.RGBA) {
-	for y := y0; y <= y1; y++ {
-		img.SetRGBA(x, y, c)
-	}
-}
-
-// thickLine draws a two-pixel line from (x0, y0) to (x1, y1) (Bresenham).
-func thickLine(img *image.RGBA, x0, y0, x1, y1 int, c color.RGBA) {
-	dx, dy := abs(x1-x0), -abs(y1-y0)
-	sx, sy := sign(x1-x0), sign(y1-y0)
-	e := dx + dy
-	for {
-		img.SetRGBA(x0, y0, c)
-		img.SetRGBA(x0+1, y0, c)
-		img.SetRGBA(x0, y0+1, c)
-		img.SetRGBA(x0+1, y0+1, c)
-		if x0 == x1 && y0 == y1 {
-			return
-		}
-		e2 := 2 * e
-		if e2 >= dy {
-			e += dy
-			x0 += sx
-		}
-		if e2 <= dx {
-			e += dx
-			y0 += sy
-		}
-	}
-}
-
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
-
-func sign(v int) int {
-	switch {
-	case v < 0:
-		return -1
-	case v > 0:
-		return 1
-	}
-	return 0
-}
-
-// drawText writes s with its baseline at (x, y) in the 7x13 fixed font.
-func drawText(img *image.RGBA, x, y int, s string, c color.RGBA) {
-	d := font.Drawer{Dst: img, Src: &image.Uniform{c}, Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
-	d.DrawString(s)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"image"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -24,29 +25,52 @@ func sampleSeries(n int) []second {
 	return s
 }
 
-func TestWritePlot(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "out.png")
-	require.NoError(t, writePlot(path, sampleSeries(25), "test plot"))
+func decodePNG(t *testing.T, path string) image.Image {
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	img, err := png.Decode(f)
 	require.NoError(t, err)
-	assert.Equal(t, plotW, img.Bounds().Dx())
-	assert.Equal(t, plotH, img.Bounds().Dy())
+	return img
+}
 
-	// The throughput line is drawn somewhere in its colour.
-	found := false
-	for y := 0; y < plotH && !found; y++ {
-		for x := 0; x < plotW; x++ {
-			r, g, b, _ := img.At(x, y).RGBA()
-			if uint8(r>>8) == colRate.R && uint8(g>>8) == colRate.G && uint8(b>>8) == colRate.B {
-				found = true
-				break
+// hasColour reports whether some pixel of img has exactly colour c.
+func hasColour(img image.Image, c [3]uint8) bool {
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if uint8(r>>8) == c[0] && uint8(g>>8) == c[1] && uint8(bl>>8) == c[2] {
+				return true
 			}
 		}
 	}
-	assert.True(t, found, "throughput line drawn")
+	return false
+}
+
+func TestWritePlot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.png")
+	s := sampleSeries(25)
+	for i := range s { // with consumers
+		s[i].RecvPerSec, s[i].E2EP50Ms, s[i].E2EP99Ms, s[i].ClusterE2EP99 = s[i].MsgPerSec, 3, 12, []float64{12}
+	}
+	require.NoError(t, writePlot(path, s, "test plot"))
+	img := decodePNG(t, path)
+	assert.Equal(t, plotW, img.Bounds().Dx())
+	assert.Equal(t, plotH, img.Bounds().Dy())
+	assert.True(t, hasColour(img, [3]uint8{colWarmup.R, colWarmup.G, colWarmup.B}), "warm-up shaded")
+	assert.True(t, hasColour(img, [3]uint8{colRate.R, colRate.G, colRate.B}), "throughput line drawn")
+	assert.True(t, hasColour(img, [3]uint8{colE2E99.R, colE2E99.G, colE2E99.B}), "end-to-end line drawn")
+}
+
+func TestPlotWithoutWarmupHasNoShade(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.png")
+	s := sampleSeries(10)
+	for i := range s {
+		s[i].Warmup = false
+	}
+	require.NoError(t, writePlot(path, s, "no warm-up"))
+	assert.False(t, hasColour(decodePNG(t, path), [3]uint8{colWarmup.R, colWarmup.G, colWarmup.B}))
 }
 
 func TestPlotEdgeCases(t *testing.T) {
@@ -59,16 +83,20 @@ func TestPlotEdgeCases(t *testing.T) {
 	assert.Error(t, writePlot(filepath.Join(dir, "missing", "x.png"), nil, "x"))
 }
 
-func TestNiceStep(t *testing.T) {
-	assert.Equal(t, 50000.0, niceStep(300000, 6))
-	assert.Equal(t, 2.0, niceStep(10, 6))
-	assert.Equal(t, 1.0, niceStep(0, 6))
-	assert.InDelta(t, 0.5, niceStep(2.9, 6), 1e-12)
+func TestLatencyAxisIgnoresWarmupSpikes(t *testing.T) {
+	s := sampleSeries(25) // measured p99 at most 12 ms
+	s[0].P99Ms = 5000     // a cold broker in the warm-up
+	assert.Equal(t, 20.0, latencyAxisMax(s))
+	s[10].E2EP99Ms = 30 // end-to-end counts too
+	assert.Equal(t, 50.0, latencyAxisMax(s))
+	// Only warm-up: scaled to what there is.
+	assert.Equal(t, 10000.0, latencyAxisMax(s[:3]))
+	assert.Equal(t, 3.0, warmupEnd(s))
 }
 
-func TestFmtTick(t *testing.T) {
-	assert.Equal(t, "150k", fmtTick(150000))
-	assert.Equal(t, "1.2M", fmtTick(1.2e6))
-	assert.Equal(t, "5", fmtTick(5))
-	assert.Equal(t, "0.25", fmtTick(0.25))
+func TestNiceMax(t *testing.T) {
+	assert.Equal(t, 1.0, niceMax(0))
+	assert.Equal(t, 20.0, niceMax(12))
+	assert.Equal(t, 250.0, niceMax(200))
+	assert.Equal(t, 500000.0, niceMax(300000))
 }

@@ -22,10 +22,17 @@ func printProgress(w io.Writer, label string, s second, names []string) {
 	fmt.Fprintf(&b, "[%s%3.0fs%s] %9s msg/s %7.2f MB/s  p50 %7.3f ms  p99 %8.3f ms  in-flight %7s  err %s",
 		label, s.T, phase, commas(int64(s.MsgPerSec+0.5)), s.MBPerSec, s.P50Ms, s.P99Ms,
 		commas(s.InFlight), commas(s.Errors))
+	if s.ClusterE2EP99 != nil {
+		fmt.Fprintf(&b, "  | recv %9s msg/s  e2e p50 %7.3f p99 %8.3f ms  backlog %s",
+			commas(int64(s.RecvPerSec+0.5)), s.E2EP50Ms, s.E2EP99Ms, commas(s.Backlog))
+	}
 	if len(names) > 1 {
 		b.WriteString("  |")
 		for i, n := range names {
 			fmt.Fprintf(&b, " %s %.0f%%", n, s.ClusterPct[i])
+			if s.ClusterE2EP99 != nil {
+				fmt.Fprintf(&b, " e2e p99 %.1f", s.ClusterE2EP99[i])
+			}
 		}
 	}
 	b.WriteByte('\n')

@@ -67,6 +67,7 @@ func (r *rawProducer) close() {
 type rawSlot struct {
 	pm    pulsar.ProducerMessage
 	start int64
+	delay int64
 	cb    func(pulsar.MessageID, *pulsar.ProducerMessage, error)
 }
 
@@ -80,9 +81,9 @@ type rawAsync struct {
 func newRawAsync(l *load, p pulsar.Producer, slots int) *rawAsync {
 	t := &rawAsync{load: l, p: p, free: make(chan *rawSlot, slots)}
 	for range slots {
-		s := &rawSlot{pm: pulsar.ProducerMessage{Payload: l.payload}}
+		s := &rawSlot{}
 		s.cb = func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
-			t.rec.done(0, s.start, err)
+			t.rec.done(0, s.start, s.delay, err)
 			t.free <- s
 		}
 		t.free <- s
@@ -90,15 +91,17 @@ func newRawAsync(l *load, p pulsar.Producer, slots int) *rawAsync {
 	return t
 }
 
-func (t *rawAsync) send(ctx context.Context, sender, k int, start int64) bool {
+func (t *rawAsync) send(ctx context.Context, sender, k int, due int64) bool {
+	start, delay := t.times(due)
 	var s *rawSlot
 	select {
 	case s = <-t.free:
 	case <-ctx.Done():
 		return false
 	}
-	s.pm.Key = t.keys[k]
-	s.start = t.startTime(start)
+	s.pm.Key, _ = t.key(k)
+	s.pm.Payload = t.pay.fill(&t.pick[sender], nil)
+	s.start, s.delay = start, delay
 	t.rec.addSent(sender)
 	t.p.SendAsync(ctx, &s.pm, s.cb)
 	return true
@@ -112,19 +115,16 @@ type rawSync struct {
 }
 
 func newRawSync(l *load, p pulsar.Producer, senders int) *rawSync {
-	t := &rawSync{load: l, p: p, msgs: make([]pulsar.ProducerMessage, senders)}
-	for i := range t.msgs {
-		t.msgs[i].Payload = l.payload
-	}
-	return t
+	return &rawSync{load: l, p: p, msgs: make([]pulsar.ProducerMessage, senders)}
 }
 
-func (t *rawSync) send(ctx context.Context, sender, k int, start int64) bool {
+func (t *rawSync) send(ctx context.Context, sender, k int, due int64) bool {
 	m := &t.msgs[sender]
-	m.Key = t.keys[k]
-	st := t.startTime(start)
+	m.Key, _ = t.key(k)
+	m.Payload = t.pay.fill(&t.pick[sender], nil)
+	st, delay := t.times(due)
 	t.rec.addSent(sender)
 	_, err := t.p.Send(ctx, m)
-	t.rec.done(0, st, err)
+	t.rec.done(0, st, delay, err)
 	return true
 }

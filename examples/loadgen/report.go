@@ -36,9 +36,20 @@ type settings struct {
 	SendTimeout      string   `json:"sendTimeout"`
 	TxnSize          int      `json:"txnSize"`
 	Intended         bool     `json:"latencyFromIntendedTime"`
+
+	Topics            []string `json:"topics"`
+	ProducersPerTopic int      `json:"producersPerTopic"`
+	Subscriptions     int      `json:"subscriptions"` // per topic
+	ConsumersPerSub   int      `json:"consumersPerSubscription,omitempty"`
+	SubType           string   `json:"subscriptionType,omitempty"`
+	EndToEndFrom      string   `json:"endToEndFrom,omitempty"` // "payload" (send time stamped) or "publishTime"
+	Payloads          string   `json:"payloads"`
+	NumMessages       int64    `json:"numMessages,omitempty"`
+	Workload          string   `json:"workload,omitempty"`  // -workload file
+	OMBMinute         string   `json:"ombMinute,omitempty"` // with -workload
 }
 
-func settingsOf(c *config, clusters []string, partitions []int, local bool) settings {
+func settingsOf(c *config, clusters []string, partitions []int, local bool, topics ...string) settings {
 	s := settings{
 		Clusters: clusters, LocalClusters: local, Topic: c.topic, Partitions: partitions,
 		Mode: c.mode, Senders: c.senders, Rate: c.rate, Size: c.size, Keys: c.keys, KeyDist: c.keyDist,
@@ -49,6 +60,25 @@ func settingsOf(c *config, clusters []string, partitions []int, local bool) sett
 	}
 	if c.keyDist == "zipf" {
 		s.ZipfS = c.zipfS
+	}
+	s.Topics, s.ProducersPerTopic, s.Subscriptions, s.NumMessages = topics, c.producersPerTopic, c.subscriptions, c.numMessages
+	if len(topics) == 0 {
+		s.Topics = []string{c.topic}
+	}
+	if c.untilN {
+		s.Duration = "until -n"
+	}
+	if c.pay != nil {
+		s.Payloads = c.pay.desc
+	}
+	if c.subscriptions > 0 {
+		s.ConsumersPerSub, s.SubType, s.EndToEndFrom = c.consumers, c.subType, "publishTime"
+		if c.pay != nil && c.pay.stamp {
+			s.EndToEndFrom = "payload"
+		}
+	}
+	if c.wl != nil {
+		s.Workload, s.OMBMinute = c.workloadPath, c.ombMinute.String()
 	}
 	return s
 }
@@ -64,6 +94,9 @@ type results struct {
 	Accounting    accounting `json:"accounting"` // whole run, warm-up included
 	Series        []second   `json:"series"`     // per second, warm-up included
 	Compare       *compare   `json:"compareRaw,omitempty"`
+
+	omb     *ombResult // -omb-json / -workload: written to ombPath
+	ombPath string
 }
 
 // printTable writes the final table: one row per cluster, then the total,
@@ -85,7 +118,49 @@ func printTable(w io.Writer, r *results) {
 		verdict = fmt.Sprintf("MISMATCH: %s unaccounted", commas(a.Sent-a.Acked-a.Failed))
 	}
 	fmt.Fprintf(w, "accounting: sent %s = acked %s + failed %s: %s\n", commas(a.Sent), commas(a.Acked), commas(a.Failed), verdict)
+	if c := a.Consumed; c != nil {
+		fmt.Fprintf(w, "\nend to end (send -> receive, from %s), %d subscription(s) x %d consumer(s), %s:\n",
+			map[bool]string{true: "the payload's send time", false: "the publish time"}[r.Settings.EndToEndFrom == "payload"],
+			r.Settings.Subscriptions, r.Settings.ConsumersPerSub, r.Settings.SubType)
+		printEndToEnd(w, r.Clusters, r.Overall)
+		verdict := "OK"
+		switch {
+		case !c.Complete:
+			verdict = fmt.Sprintf("MISSING %s", commas(c.Missing))
+			for _, pc := range c.PerCluster {
+				if pc.Received < pc.Expected {
+					verdict += fmt.Sprintf(" (%s: %s of %s)", pc.Cluster, commas(pc.Received), commas(pc.Expected))
+				}
+			}
+		case c.Extra > 0:
+			verdict = fmt.Sprintf("OK, %s extra (%s redelivered)", commas(c.Extra), commas(c.Redelivered))
+		}
+		fmt.Fprintf(w, "consumed: received %s = %d subscription(s) x acked %s: %s\n", commas(c.Received), c.Subscriptions, commas(a.Acked), verdict)
+	}
 	printErrorKinds(w, r.Clusters)
+}
+
+// printEndToEnd writes the end-to-end table: per cluster, then the total.
+func printEndToEnd(w io.Writer, per []summary, total summary) {
+	width := len("cluster")
+	for _, s := range per {
+		width = max(width, len(s.Cluster))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%-*s\treceived\tmsg/s\tp50 ms\tp95 ms\tp99 ms\tp99.9 ms\tmax ms\t\n", width, "cluster")
+	row := func(s summary) {
+		e := s.EndToEnd
+		if e == nil {
+			e = &latency{}
+		}
+		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", width, s.Cluster, commas(s.Received),
+			commas(int64(s.RecvPerSec+0.5)), e.P50, e.P95, e.P99, e.P999, e.Max)
+	}
+	for _, s := range per {
+		row(s)
+	}
+	row(total)
+	tw.Flush()
 }
 
 func rateText(r float64) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/keyroute/keyroute/producer"
@@ -58,9 +59,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.compareRaw {
 		topo = &topology.Topology{Clusters: topo.Clusters[:1]}
 	}
+	topics := topicNames(cfg)
 	if cfg.partitions > 0 {
-		fmt.Fprintf(stderr, "loadgen: creating %s with %d partitions on %s\n", cfg.topic, cfg.partitions, strings.Join(topo.Names(), ", "))
-		if err := createTopic(in.ctx, topo, cfg.topic, cfg.partitions); err != nil {
+		fmt.Fprintf(stderr, "loadgen: creating %s with %d partitions on %s\n", topicsText(topics), cfg.partitions, strings.Join(topo.Names(), ", "))
+		if err := createTopics(in.ctx, topo, topics, cfg.partitions); err != nil {
 			printErr(stderr, err)
 			return exitFailure
 		}
@@ -70,7 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.compareRaw {
 		code = runCompare(in.ctx, cfg, topo, cl.local, stdout, stderr)
 	} else {
-		code = runLoad(in.ctx, cfg, topo, cl.local, stdout, stderr)
+		code = runLoad(in.ctx, cfg, topo, topics, cl.local, stdout, stderr)
 	}
 	if code == exitOK && in.interrupted() {
 		code = exitInterrupted
@@ -84,10 +86,10 @@ func printErr(w io.Writer, err error) {
 	}
 }
 
-// producerOpts maps the flags to producer options.
-func producerOpts(cfg *config) []producer.Opt {
+// producerOpts maps the flags to producer options for topic.
+func producerOpts(cfg *config, topic string) []producer.Opt {
 	return []producer.Opt{
-		producer.Topic(cfg.topic),
+		producer.Topic(topic),
 		producer.Batching(cfg.batching),
 		producer.BatchMaxMessages(cfg.batchMaxMessages),
 		producer.Linger(cfg.linger),
@@ -99,107 +101,69 @@ func producerOpts(cfg *config) []producer.Opt {
 	}
 }
 
-// openProducer connects the SDK to topo and returns it with the load
-// (keys, placement, payload) and a fresh recorder.
+// openProducer connects the SDK to topo for cfg.topic and returns it with
+// the load (keys, placement, payloads) and a fresh recorder.
 func openProducer(ctx context.Context, cfg *config, topo *topology.Topology) (*producer.Producer, *load, error) {
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	p, err := producer.New(cctx, topo, producerOpts(cfg)...)
+	p, err := producer.New(cctx, topo, producerOpts(cfg, cfg.topic)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
-	names := p.Clusters()
-	rec := newRecorder(names, cfg.senders, time.Now())
-	keys := makeKeys(cfg.keys)
+	return p, newLoad(cfg, p, newRecorder(p.Clusters(), cfg.senders, time.Now())), nil
+}
+
+// newLoad builds the keys, their placement (as p routes them) and each
+// sender's payload picker.
+func newLoad(cfg *config, p *producer.Producer, rec *recorder) *load {
+	keys := makeKeys(cfg.keyDist, cfg.keys, cfg.seed)
 	place := make([]int, len(keys))
 	for i, k := range keys {
 		c, _ := p.Placement(k)
 		place[i] = rec.index[c]
 	}
-	return p, &load{keys: keys, place: place, payload: makePayload(cfg.size, cfg.seed), rec: rec}, nil
+	return &load{keys: keys, place: place, pay: cfg.pay, pick: newPickers(cfg.senders, cfg.seed), rec: rec, intended: cfg.intended}
 }
 
-// makePayload returns size pseudo-random bytes, shared by every message.
-// Random bytes keep compression honest; they are generated once.
-func makePayload(size int, seed uint64) []byte {
-	b := make([]byte, size)
-	x := seed*0x9E3779B97F4A7C15 + 1
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		b[i] = byte(x)
-	}
-	return b
-}
-
-// sdkTarget returns the target for cfg.mode.
-func sdkTarget(cfg *config, p *producer.Producer, l *load) target {
+// sdkTarget returns the target for cfg.mode over the producers.
+func sdkTarget(cfg *config, ps []*producer.Producer, l *load) target {
 	if cfg.txnSize > 0 {
-		return newSDKTxn(l, p, cfg.senders, cfg.txnSize, cfg.size)
+		return newSDKTxn(l, ps[0], cfg.senders, cfg.txnSize, cfg.size)
 	}
 	if cfg.mode == "sync" {
-		return newSDKSync(l, p, cfg.senders)
+		return newSDKSync(l, ps, cfg.senders)
 	}
-	return newSDKAsync(l, p, cfg.maxPending+2*cfg.senders)
+	return newSDKAsync(l, ps, cfg.maxPending+2*cfg.senders)
 }
 
-// finish flushes and closes the producer: bounded by drainTimeout, or by
-// abortTimeout after an interrupt. Close reports every message still
-// pending (ErrClosed), so the accounting balances either way.
-func finish(p *producer.Producer, interrupted bool, log io.Writer) {
+// finish flushes and closes the producers, in parallel: bounded by
+// drainTimeout, or by abortTimeout after an interrupt. Close reports every
+// message still pending (ErrClosed), so the accounting balances either way.
+func finish(ps []*producer.Producer, interrupted bool, log io.Writer) {
 	d := drainTimeout
 	if interrupted {
 		d = abortTimeout
 	}
 	t0 := time.Now()
-	fctx, cancel := context.WithTimeout(context.Background(), d)
-	if err := p.Flush(fctx); err != nil {
-		fmt.Fprintf(log, "loadgen: flush: %v\n", err)
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fctx, cancel := context.WithTimeout(context.Background(), d)
+			if err := p.Flush(fctx); err != nil {
+				fmt.Fprintf(log, "loadgen: flush: %v\n", err)
+			}
+			cancel()
+			cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+			if err := p.Close(cctx); err != nil {
+				fmt.Fprintf(log, "loadgen: close: %v\n", err)
+			}
+			cancel()
+		}()
 	}
-	cancel()
-	cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	if err := p.Close(cctx); err != nil {
-		fmt.Fprintf(log, "loadgen: close: %v\n", err)
-	}
-	cancel()
+	wg.Wait()
 	fmt.Fprintf(log, "loadgen: drained and closed in %s\n", time.Since(t0).Round(time.Millisecond))
-}
-
-// runLoad is the main job: the configured load through the SDK against
-// every cluster of topo.
-func runLoad(ctx context.Context, cfg *config, topo *topology.Topology, local bool, stdout, stderr io.Writer) int {
-	started := time.Now()
-	p, l, err := openProducer(ctx, cfg, topo)
-	if err != nil {
-		printErr(stderr, err)
-		return exitFailure
-	}
-	names := p.Clusters()
-	fmt.Fprintf(stderr, "loadgen: %s mode, %d sender(s), %d B, %d keys (%s), warm-up %s, measuring %s\n",
-		cfg.mode, cfg.senders, cfg.size, cfg.keys, cfg.keyDist, cfg.warmup, cfg.duration)
-	tgt := sdkTarget(cfg, p, l)
-	series, interrupted := drive(ctx, driveSpec{cfg: cfg, tgt: tgt, rec: l.rec,
-		warmup: cfg.warmup, duration: cfg.duration, progress: stderr, names: names})
-	if txn, ok := tgt.(*sdkTxn); ok {
-		d := drainTimeout
-		if interrupted {
-			d = abortTimeout
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), d)
-		txn.flushStaged(sctx)
-		cancel()
-	}
-	finish(p, interrupted, stderr)
-
-	overall, per, _, acc := l.rec.results(cfg.size)
-	res := &results{
-		Settings: settingsOf(cfg, names, p.Partitions(), local), Started: started,
-		WindowSeconds: l.rec.window().Seconds(), Interrupted: interrupted,
-		Overall: overall, Clusters: per, Accounting: acc, Series: series,
-	}
-	printTable(stdout, res)
-	return writeOutputs(cfg, res, acc, stderr)
 }
 
 // writeOutputs writes -json and -plot and turns the accounting into the
@@ -214,6 +178,14 @@ func writeOutputs(cfg *config, res *results, acc accounting, stderr io.Writer) i
 			fmt.Fprintln(stderr, "loadgen: results written to", cfg.jsonPath)
 		}
 	}
+	if res.omb != nil {
+		if err := writeOMB(res.ombPath, res.omb); err != nil {
+			fmt.Fprintln(stderr, "loadgen: -omb-json:", err)
+			code = exitFailure
+		} else {
+			fmt.Fprintln(stderr, "loadgen: OMB result written to", res.ombPath)
+		}
+	}
 	if cfg.plotPath != "" {
 		if err := writePlot(cfg.plotPath, res.Series, plotTitle(res)); err != nil {
 			fmt.Fprintln(stderr, "loadgen: -plot:", err)
@@ -224,6 +196,10 @@ func writeOutputs(cfg *config, res *results, acc accounting, stderr io.Writer) i
 	}
 	if !acc.Balanced {
 		fmt.Fprintf(stderr, "loadgen: %d message(s) without an outcome\n", acc.Sent-acc.Acked-acc.Failed)
+		code = exitFailure
+	}
+	if c := acc.Consumed; c != nil && !c.Complete {
+		fmt.Fprintf(stderr, "loadgen: %d acknowledged message(s) not received by every subscription\n", c.Missing)
 		code = exitFailure
 	}
 	return code

@@ -18,6 +18,11 @@ const (
 
 func newHist() *hdr.Histogram { return hdr.New(histMinUs, histMaxUs, histDigits) }
 
+// clampUs converts ns to the histograms' microseconds, within their range.
+func clampUs(ns int64) int64 {
+	return min(max(ns/int64(time.Microsecond), histMinUs), histMaxUs)
+}
+
 // Phases of a run. Outcomes reported during phaseMeasure count in the
 // results; all outcomes count in the accounting (sent == acked + failed).
 const (
@@ -26,21 +31,25 @@ const (
 	phaseDrain
 )
 
-// clusterStats collects the outcomes of the messages routed to one cluster.
+// clusterStats collects the outcomes of the messages routed to one cluster
+// and the messages received from it.
 type clusterStats struct {
 	name string
 
-	// mu guards everything below. It is taken once per outcome by the
+	// mu guards the send side below. It is taken once per outcome by the
 	// goroutine that reports it (the cluster's callback goroutine in async
 	// mode, the senders in sync mode) and once a second by the progress
 	// ticker, so it is barely contended.
 	mu sync.Mutex
-	// The current second, reset by tick.
+	// The current second, reset by tick: send-to-ack latency and publish
+	// delay (how late a paced message was handed over).
 	sec       *hdr.Histogram
+	secDelay  *hdr.Histogram
 	secAcked  int64
 	secFailed int64
 	// The measured window.
 	win       *hdr.Histogram
+	winDelay  *hdr.Histogram
 	winAcked  int64
 	winFailed int64
 	// The whole run, for the accounting.
@@ -48,6 +57,15 @@ type clusterStats struct {
 	failed int64
 	// Distinct error texts and how often each was seen (first 20 kinds).
 	errs map[string]int64
+
+	// cmu guards the receive side: taken once per message received by the
+	// consumer goroutines and once a second by the ticker.
+	cmu      sync.Mutex
+	e2eSec   *hdr.Histogram // end-to-end latency, the current second
+	e2eWin   *hdr.Histogram // and the measured window
+	recvSec  int64
+	recvWin  int64
+	received int64 // the whole run
 }
 
 // recorder collects outcomes for all clusters. Its methods are safe for
@@ -55,16 +73,24 @@ type clusterStats struct {
 type recorder struct {
 	base     time.Time // monotonic origin of the int64 timestamps
 	clusters []*clusterStats
-	index    map[string]int
+	index    map[string]int // read-only after newRecorder
 	phase    atomic.Int32
+
+	// subscriptions is how many times each acknowledged message should be
+	// received (subscriptions per topic); 0 without consumers.
+	subscriptions int
 
 	// sent counts messages handed to the producer, one slot per sender so
 	// that senders never share a cache line.
 	sent []paddedCount
 
-	// Owned by the ticker (one goroutine).
-	allSec   *hdr.Histogram
-	lastTick time.Time
+	// Owned by the ticker (one goroutine): the last second's histograms
+	// over all clusters, and per cluster when keepClusterSec is set
+	// (for -histogram-file).
+	allSec, allDelaySec, allE2ESec *hdr.Histogram
+	keepClusterSec                 bool
+	clusterSec, clusterE2ESec      []*hdr.Histogram
+	lastTick                       time.Time
 
 	winMu    sync.Mutex // guards winStart and winEnd
 	winStart time.Time
@@ -78,12 +104,23 @@ type paddedCount struct {
 
 func newRecorder(clusters []string, senders int, now time.Time) *recorder {
 	r := &recorder{base: now, index: make(map[string]int, len(clusters)), sent: make([]paddedCount, senders),
-		allSec: newHist(), lastTick: now}
+		allSec: newHist(), allDelaySec: newHist(), allE2ESec: newHist(), lastTick: now}
 	for i, name := range clusters {
-		r.clusters = append(r.clusters, &clusterStats{name: name, sec: newHist(), win: newHist(), errs: map[string]int64{}})
+		r.clusters = append(r.clusters, &clusterStats{name: name, sec: newHist(), win: newHist(),
+			secDelay: newHist(), winDelay: newHist(), e2eSec: newHist(), e2eWin: newHist(), errs: map[string]int64{}})
 		r.index[name] = i
 	}
 	return r
+}
+
+// keepPerCluster makes tick keep each cluster's last second (clusterSec,
+// clusterE2ESec). Call it before the ticker starts.
+func (r *recorder) keepPerCluster() {
+	r.keepClusterSec = true
+	for range r.clusters {
+		r.clusterSec = append(r.clusterSec, newHist())
+		r.clusterE2ESec = append(r.clusterE2ESec, newHist())
+	}
 }
 
 // now returns the monotonic time since base in nanoseconds.
@@ -104,13 +141,16 @@ func (r *recorder) totalSent() int64 {
 	return n
 }
 
-// done records the outcome of a message routed to cluster c and handed over
-// at start (recorder clock). It allocates nothing on success.
-func (r *recorder) done(c int, start int64, err error) {
-	lat := (r.now() - start) / int64(time.Microsecond)
-	lat = max(lat, histMinUs)
-	lat = min(lat, histMaxUs)
+// done records the outcome of a message routed to cluster c, handed over
+// at start (recorder clock) delay ns after it was due (-1: not paced). A
+// cluster index out of range (an error that names no cluster) counts for
+// the first cluster. It allocates nothing on success.
+func (r *recorder) done(c int, start, delay int64, err error) {
+	lat := clampUs(r.now() - start)
 	measuring := r.phase.Load() == phaseMeasure
+	if c < 0 || c >= len(r.clusters) {
+		c = 0
+	}
 	cs := r.clusters[c]
 	cs.mu.Lock()
 	if err != nil {
@@ -128,12 +168,35 @@ func (r *recorder) done(c int, start int64, err error) {
 		cs.acked++
 		cs.secAcked++
 		_ = cs.sec.RecordValue(lat)
+		if delay >= 0 {
+			_ = cs.secDelay.RecordValue(clampUs(delay))
+		}
 		if measuring {
 			cs.winAcked++
 			_ = cs.win.RecordValue(lat)
+			if delay >= 0 {
+				_ = cs.winDelay.RecordValue(clampUs(delay))
+			}
 		}
 	}
 	cs.mu.Unlock()
+}
+
+// received records a message received from cluster c, e2e ns after it
+// was sent. It allocates nothing.
+func (r *recorder) received(c int, e2e int64) {
+	v := clampUs(e2e)
+	measuring := r.phase.Load() == phaseMeasure
+	cs := r.clusters[c]
+	cs.cmu.Lock()
+	cs.received++
+	cs.recvSec++
+	_ = cs.e2eSec.RecordValue(v)
+	if measuring {
+		cs.recvWin++
+		_ = cs.e2eWin.RecordValue(v)
+	}
+	cs.cmu.Unlock()
 }
 
 // beginWindow starts the measured window.
@@ -180,42 +243,94 @@ type second struct {
 	InFlight   int64     `json:"inFlight"`
 	Errors     int64     `json:"errors"`
 	ClusterPct []float64 `json:"clusterPct"` // share of this second's acks, in topology order
+
+	// With consumers: messages received per second, end-to-end latency,
+	// the backlog (subscriptions x acknowledged - received, whole run),
+	// and each cluster's end-to-end p99.
+	RecvPerSec    float64   `json:"recvPerSec,omitempty"`
+	E2EP50Ms      float64   `json:"e2eP50Ms,omitempty"`
+	E2EP99Ms      float64   `json:"e2eP99Ms,omitempty"`
+	Backlog       int64     `json:"backlog,omitempty"`
+	ClusterE2EP99 []float64 `json:"clusterE2eP99Ms,omitempty"`
+
+	// Raw counts of the second, for the OMB intervals.
+	dt                    float64
+	acked, failed, recv   int64
+	totalAcked, totalRecv int64
 }
 
-// tick closes the current second: it returns its figures and resets the
+// tick closes the current second: it returns its figures, leaves its
+// merged histograms in allSec, allDelaySec and allE2ESec, and resets the
 // per-second state. Only one goroutine may call it.
 func (r *recorder) tick(now time.Time, size int) second {
 	dt := now.Sub(r.lastTick).Seconds()
 	r.lastTick = now
 	s := second{T: now.Sub(r.base).Seconds(), Warmup: r.phase.Load() == phaseWarmup,
-		ClusterPct: make([]float64, len(r.clusters))}
+		ClusterPct: make([]float64, len(r.clusters)), dt: dt}
 	r.allSec.Reset()
-	var acked, done int64
+	r.allDelaySec.Reset()
+	r.allE2ESec.Reset()
+	var done int64
 	perCluster := make([]int64, len(r.clusters))
+	if r.subscriptions > 0 {
+		s.ClusterE2EP99 = make([]float64, len(r.clusters))
+	}
 	for i, cs := range r.clusters {
 		cs.mu.Lock()
 		perCluster[i] = cs.secAcked
-		acked += cs.secAcked
-		s.Errors += cs.secFailed
+		s.acked += cs.secAcked
+		s.failed += cs.secFailed
+		s.totalAcked += cs.acked
 		done += cs.acked + cs.failed
 		r.allSec.Merge(cs.sec)
+		r.allDelaySec.Merge(cs.secDelay)
+		if r.keepClusterSec {
+			r.clusterSec[i].Reset()
+			r.clusterSec[i].Merge(cs.sec)
+		}
 		cs.sec.Reset()
+		cs.secDelay.Reset()
 		cs.secAcked, cs.secFailed = 0, 0
 		cs.mu.Unlock()
+
+		cs.cmu.Lock()
+		s.recv += cs.recvSec
+		s.totalRecv += cs.received
+		r.allE2ESec.Merge(cs.e2eSec)
+		if s.ClusterE2EP99 != nil {
+			s.ClusterE2EP99[i] = usToMs(cs.e2eSec.ValueAtQuantile(99))
+		}
+		if r.keepClusterSec {
+			r.clusterE2ESec[i].Reset()
+			r.clusterE2ESec[i].Merge(cs.e2eSec)
+		}
+		cs.e2eSec.Reset()
+		cs.recvSec = 0
+		cs.cmu.Unlock()
 	}
+	s.Errors = s.failed
 	if dt > 0 {
-		s.MsgPerSec = float64(acked) / dt
+		s.MsgPerSec = float64(s.acked) / dt
 		s.MBPerSec = s.MsgPerSec * float64(size) / 1e6
+		s.RecvPerSec = float64(s.recv) / dt
 	}
 	s.P50Ms = usToMs(r.allSec.ValueAtQuantile(50))
 	s.P99Ms = usToMs(r.allSec.ValueAtQuantile(99))
+	s.E2EP50Ms = usToMs(r.allE2ESec.ValueAtQuantile(50))
+	s.E2EP99Ms = usToMs(r.allE2ESec.ValueAtQuantile(99))
 	s.InFlight = max(r.totalSent()-done, 0)
+	s.Backlog = r.backlog(s.totalAcked, s.totalRecv)
 	for i, n := range perCluster {
-		if acked > 0 {
-			s.ClusterPct[i] = 100 * float64(n) / float64(acked)
+		if s.acked > 0 {
+			s.ClusterPct[i] = 100 * float64(n) / float64(s.acked)
 		}
 	}
 	return s
+}
+
+// backlog is OMB's: subscriptions x acknowledged - received, at least 0.
+func (r *recorder) backlog(acked, received int64) int64 {
+	return max(int64(r.subscriptions)*acked-received, 0)
 }
 
 func usToMs(us int64) float64 { return float64(us) / 1000 }
@@ -237,8 +352,16 @@ func latencyOf(h *hdr.Histogram) latency {
 		P99:  usToMs(h.ValueAtQuantile(99)),
 		P999: usToMs(h.ValueAtQuantile(99.9)),
 		Max:  usToMs(h.Max()),
-		Mean: h.Mean() / 1000,
+		Mean: mean(h) / 1000,
 	}
+}
+
+// mean is h's mean, 0 for an empty histogram.
+func mean(h *hdr.Histogram) float64 {
+	if h.TotalCount() == 0 {
+		return 0
+	}
+	return h.Mean()
 }
 
 // summary is the measured-window result of one cluster or of all.
@@ -250,15 +373,42 @@ type summary struct {
 	MBPerSec  float64          `json:"mbPerSec"`
 	Latency   latency          `json:"latencyMs"`
 	ErrorKind map[string]int64 `json:"errorKinds,omitempty"` // whole run
+	// With consumers: messages received in the window and end-to-end
+	// latency (send -> receive).
+	Received   int64    `json:"received,omitempty"`
+	RecvPerSec float64  `json:"recvPerSec,omitempty"`
+	EndToEnd   *latency `json:"endToEndMs,omitempty"`
 }
 
 // accounting checks that every message handed to the producer has exactly
-// one outcome.
+// one outcome and, with consumers, that every acknowledged message was
+// received by every subscription.
 type accounting struct {
 	Sent     int64 `json:"sent"`
 	Acked    int64 `json:"acked"`
 	Failed   int64 `json:"failed"`
 	Balanced bool  `json:"balanced"` // acked + failed == sent
+
+	Consumed *consumed `json:"consumed,omitempty"`
+}
+
+// consumed is the receive side of the accounting, whole run.
+type consumed struct {
+	Subscriptions int64 `json:"subscriptions"` // per topic
+	Expected      int64 `json:"expected"`      // subscriptions x acked
+	Received      int64 `json:"received"`
+	Missing       int64 `json:"missing"`     // expected - received, when positive
+	Extra         int64 `json:"extra"`       // received - expected, when positive (redeliveries)
+	Redelivered   int64 `json:"redelivered"` // as the consumers counted them
+	// PerCluster is each cluster's received and expected, topology order.
+	PerCluster []clusterConsumed `json:"perCluster"`
+	Complete   bool              `json:"complete"` // nothing missing on any cluster
+}
+
+type clusterConsumed struct {
+	Cluster  string `json:"cluster"`
+	Expected int64  `json:"expected"`
+	Received int64  `json:"received"`
 }
 
 // results returns the window summaries (overall first, then per cluster),
@@ -266,10 +416,11 @@ type accounting struct {
 // every outcome is in (after Close) for a final answer.
 func (r *recorder) results(size int) (summary, []summary, *hdr.Histogram, accounting) {
 	win := r.window().Seconds()
-	all := newHist()
+	all, allE2E := newHist(), newHist()
 	var overall summary
 	overall.Cluster = "total"
 	var acc accounting
+	var cons consumed
 	per := make([]summary, 0, len(r.clusters))
 	for _, cs := range r.clusters {
 		cs.mu.Lock()
@@ -283,21 +434,83 @@ func (r *recorder) results(size int) (summary, []summary, *hdr.Histogram, accoun
 		all.Merge(cs.win)
 		acc.Acked += cs.acked
 		acc.Failed += cs.failed
+		clusterAcked := cs.acked
 		cs.mu.Unlock()
+		if r.subscriptions > 0 {
+			cs.cmu.Lock()
+			s.Received = cs.recvWin
+			e := latencyOf(cs.e2eWin)
+			s.EndToEnd = &e
+			allE2E.Merge(cs.e2eWin)
+			cc := clusterConsumed{Cluster: cs.name, Expected: int64(r.subscriptions) * clusterAcked, Received: cs.received}
+			cs.cmu.Unlock()
+			cons.PerCluster = append(cons.PerCluster, cc)
+			cons.Received += cc.Received
+		}
 		overall.Messages += s.Messages
 		overall.Errors += s.Errors
+		overall.Received += s.Received
 		per = append(per, s)
 	}
 	overall.Latency = latencyOf(all)
+	if r.subscriptions > 0 {
+		e := latencyOf(allE2E)
+		overall.EndToEnd = &e
+	}
 	for _, s := range append([]*summary{&overall}, ptrs(per)...) {
 		if win > 0 {
 			s.MsgPerSec = float64(s.Messages) / win
 			s.MBPerSec = s.MsgPerSec * float64(size) / 1e6
+			s.RecvPerSec = float64(s.Received) / win
 		}
 	}
 	acc.Sent = r.totalSent()
 	acc.Balanced = acc.Acked+acc.Failed == acc.Sent
+	if r.subscriptions > 0 {
+		cons.Subscriptions = int64(r.subscriptions)
+		cons.Expected = cons.Subscriptions * acc.Acked
+		cons.Missing = max(cons.Expected-cons.Received, 0)
+		cons.Extra = max(cons.Received-cons.Expected, 0)
+		cons.Complete = true
+		for _, c := range cons.PerCluster {
+			if c.Received < c.Expected {
+				cons.Complete = false
+			}
+		}
+		acc.Consumed = &cons
+	}
 	return overall, per, all, acc
+}
+
+// windowHists returns the measured window's histograms over all clusters:
+// publish latency, publish delay and end-to-end latency. Call it once
+// every outcome is in.
+func (r *recorder) windowHists() (pub, delay, e2e *hdr.Histogram) {
+	pub, delay, e2e = newHist(), newHist(), newHist()
+	for _, cs := range r.clusters {
+		cs.mu.Lock()
+		pub.Merge(cs.win)
+		delay.Merge(cs.winDelay)
+		cs.mu.Unlock()
+		cs.cmu.Lock()
+		e2e.Merge(cs.e2eWin)
+		cs.cmu.Unlock()
+	}
+	return pub, delay, e2e
+}
+
+// receivedTotal returns the messages received from each cluster and the
+// acknowledged ones routed there, whole run.
+func (r *recorder) receivedTotal() (received, acked int64) {
+	for _, cs := range r.clusters {
+		cs.cmu.Lock()
+		received += cs.received
+		cs.cmu.Unlock()
+		cs.mu.Lock()
+		acked += cs.acked
+		cs.mu.Unlock()
+	}
+	return received, acked
 }
 
 func ptrs(s []summary) []*summary {

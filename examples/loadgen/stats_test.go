@@ -12,7 +12,7 @@ import (
 // recordAt records a latency of lat for cluster c.
 func recordAt(r *recorder, c int, lat time.Duration, err error) {
 	r.addSent(0)
-	r.done(c, r.now()-int64(lat), err)
+	r.done(c, r.now()-int64(lat), -1, err)
 }
 
 func TestPercentilesFromKnownLatencies(t *testing.T) {
@@ -63,7 +63,7 @@ func TestAccountingDetectsMissingOutcomes(t *testing.T) {
 	r := newRecorder([]string{"a"}, 2, time.Now())
 	r.addSent(0)
 	r.addSent(1)
-	r.done(0, r.now(), nil)
+	r.done(0, r.now(), -1, nil)
 	_, _, _, acc := r.results(1)
 	assert.False(t, acc.Balanced)
 	assert.EqualValues(t, 2, acc.Sent)
@@ -117,7 +117,7 @@ func TestDoneDoesNotAllocate(t *testing.T) {
 	r.beginWindow(time.Now())
 	allocs := testing.AllocsPerRun(1000, func() {
 		r.addSent(0)
-		r.done(0, r.now()-1000, nil)
+		r.done(0, r.now()-1000, -1, nil)
 	})
 	assert.Zero(t, allocs)
 }

@@ -27,6 +27,7 @@ type txnSender struct {
 	txn   *producer.Txn
 	msgs  []producer.Message
 	start []int64
+	delay []int64
 	place []int
 	n     int
 }
@@ -37,34 +38,34 @@ func newSDKTxn(l *load, p *producer.Producer, senders, size, msgSize int) *sdkTx
 	for i := range t.st {
 		s := &t.st[i]
 		s.msgs = make([]producer.Message, size)
-		for j := range s.msgs {
-			s.msgs[j].Value = l.payload
-		}
 		s.start = make([]int64, size)
+		s.delay = make([]int64, size)
 		s.place = make([]int, size)
 	}
 	return t
 }
 
-func (t *sdkTxn) send(ctx context.Context, sender, k int, start int64) bool {
+func (t *sdkTxn) send(ctx context.Context, sender, k int, due int64) bool {
 	s := &t.st[sender]
-	st := t.startTime(start)
+	st, delay := t.times(due)
+	key, c := t.key(k)
 	t.rec.addSent(sender)
 	if s.txn == nil {
 		txn, err := t.p.BeginTxn(t.opts...)
 		if err != nil {
-			t.rec.done(t.place[k], st, err)
+			t.rec.done(c, st, delay, err)
 			return true
 		}
 		s.txn = txn
 	}
 	m := &s.msgs[s.n]
-	m.Key = t.keys[k]
+	m.Key = key
+	m.Value = t.pay.fill(&t.pick[sender], nil)
 	if err := s.txn.Send(m); err != nil {
-		t.rec.done(t.place[k], st, err)
+		t.rec.done(c, st, delay, err)
 		return true
 	}
-	s.start[s.n], s.place[s.n] = st, t.place[k]
+	s.start[s.n], s.delay[s.n], s.place[s.n] = st, delay, c
 	s.n++
 	if s.n == t.size {
 		t.commit(ctx, s)
@@ -85,7 +86,7 @@ func (t *sdkTxn) commit(ctx context.Context, s *txnSender) {
 		if partial != nil && slices.Contains(committed, t.rec.clusters[s.place[i]].name) {
 			e = nil
 		}
-		t.rec.done(s.place[i], s.start[i], e)
+		t.rec.done(s.place[i], s.start[i], s.delay[i], e)
 	}
 	s.txn, s.n = nil, 0
 }
