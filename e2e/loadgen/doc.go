@@ -1,9 +1,16 @@
 // Package loadgen is the end-to-end suite of the load generator
 // (examples/loadgen): it builds the binary and runs it with short settings
 // against five local clusters it starts itself, then against a topology
-// file written by a test bed the suite starts (sync mode, and -compare-raw),
-// checking the exit code, the final table, that every message was accounted
-// for (acked + failed == sent) and the -json output.
+// file written by a test bed the suite starts (sync mode, -compare-raw, an
+// OpenMessaging Benchmark workload file with consumers, and pulsar-perf's
+// -n, -payload-file and -histogram-file), checking the exit code, the
+// final table, that every message was accounted for (acked + failed ==
+// sent, and every acknowledged message received by every subscription),
+// the -json output, and that the OMB result JSON has exactly the fields of
+// OMB's TestResult with sane values.
+//
+// testdata/small-omb.yaml is the suite's workload; -omb-minute 6s runs its
+// minutes as 6 s each (6 s of warm-up, 12 s measured).
 //
 // The specs are behind the e2e build tag:
 //

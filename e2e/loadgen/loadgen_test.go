@@ -29,6 +29,7 @@ type result struct {
 		Clusters      []string `json:"clusters"`
 		LocalClusters bool     `json:"localClusters"`
 		Mode          string   `json:"mode"`
+		Topics        []string `json:"topics"`
 	} `json:"settings"`
 	Overall struct {
 		Messages  int64   `json:"messages"`
@@ -41,12 +42,29 @@ type result struct {
 	Clusters []struct {
 		Cluster  string `json:"cluster"`
 		Messages int64  `json:"messages"`
+		Received int64  `json:"received"`
+		EndToEnd *struct {
+			P50 float64 `json:"p50"`
+		} `json:"endToEndMs"`
 	} `json:"clusters"`
-	Accounting struct {
+	WindowSeconds float64 `json:"windowSeconds"`
+	Accounting    struct {
 		Sent     int64 `json:"sent"`
 		Acked    int64 `json:"acked"`
 		Failed   int64 `json:"failed"`
 		Balanced bool  `json:"balanced"`
+		Consumed *struct {
+			Subscriptions int64 `json:"subscriptions"`
+			Expected      int64 `json:"expected"`
+			Received      int64 `json:"received"`
+			Missing       int64 `json:"missing"`
+			Complete      bool  `json:"complete"`
+			PerCluster    []struct {
+				Cluster  string `json:"cluster"`
+				Expected int64  `json:"expected"`
+				Received int64  `json:"received"`
+			} `json:"perCluster"`
+		} `json:"consumed"`
 	} `json:"accounting"`
 	Series []struct {
 		T float64 `json:"t"`
@@ -58,6 +76,70 @@ type result struct {
 		} `json:"rounds"`
 		ThroughputRatio float64 `json:"throughputRatio"`
 	} `json:"compareRaw"`
+}
+
+// ombResult is the part of OMB's result JSON (-omb-json) the suite reads
+// by name; the field set itself is checked against testResultFields.
+type ombResult struct {
+	Workload          string    `json:"workload"`
+	Driver            string    `json:"driver"`
+	MessageSize       int64     `json:"messageSize"`
+	Topics            int64     `json:"topics"`
+	Partitions        int64     `json:"partitions"`
+	ProducersPerTopic int64     `json:"producersPerTopic"`
+	ConsumersPerTopic int64     `json:"consumersPerTopic"`
+	PublishRate       []float64 `json:"publishRate"`
+	PublishErrorRate  []float64 `json:"publishErrorRate"`
+	ConsumeRate       []float64 `json:"consumeRate"`
+	Backlog           []int64   `json:"backlog"`
+
+	PublishLatency50pct      []float64 `json:"publishLatency50pct"`
+	PublishLatency99pct      []float64 `json:"publishLatency99pct"`
+	PublishLatencyMax        []float64 `json:"publishLatencyMax"`
+	PublishDelayLatency99pct []int64   `json:"publishDelayLatency99pct"`
+	EndToEndLatencyAvg       []float64 `json:"endToEndLatencyAvg"`
+	EndToEndLatency50pct     []float64 `json:"endToEndLatency50pct"`
+	EndToEndLatency95pct     []float64 `json:"endToEndLatency95pct"`
+
+	AggregatedPublishLatency50pct      float64 `json:"aggregatedPublishLatency50pct"`
+	AggregatedPublishLatency99pct      float64 `json:"aggregatedPublishLatency99pct"`
+	AggregatedPublishLatency9999pct    float64 `json:"aggregatedPublishLatency9999pct"`
+	AggregatedPublishLatencyMax        float64 `json:"aggregatedPublishLatencyMax"`
+	AggregatedPublishDelayLatency50pct int64   `json:"aggregatedPublishDelayLatency50pct"`
+	AggregatedEndToEndLatency50pct     float64 `json:"aggregatedEndToEndLatency50pct"`
+	AggregatedEndToEndLatency99pct     float64 `json:"aggregatedEndToEndLatency99pct"`
+	AggregatedEndToEndLatencyMax       float64 `json:"aggregatedEndToEndLatencyMax"`
+
+	AggregatedPublishLatencyQuantiles      map[string]float64 `json:"aggregatedPublishLatencyQuantiles"`
+	AggregatedPublishDelayLatencyQuantiles map[string]float64 `json:"aggregatedPublishDelayLatencyQuantiles"`
+	AggregatedEndToEndLatencyQuantiles     map[string]float64 `json:"aggregatedEndToEndLatencyQuantiles"`
+}
+
+// workloadFile is the suite's OMB workload.
+var workloadFile = func() string {
+	p, err := filepath.Abs(filepath.Join("testdata", "small-omb.yaml"))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// testResultFields returns the JSON names of OMB's TestResult fields, from
+// the fixture loadgen's unit tests use (derived from TestResult.java).
+func testResultFields() []string {
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "loadgen", "testdata", "omb_testresult_fields.txt"))
+	Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		_, name, ok := strings.Cut(line, "\t")
+		Expect(ok).To(BeTrue(), line)
+		out = append(out, name)
+	}
+	Expect(out).NotTo(BeEmpty())
+	return out
 }
 
 // runOutcome is what one loadgen run produced.
@@ -171,6 +253,22 @@ var _ = Describe("loadgen", Ordered, func() {
 		}
 	}, SpecTimeout(20*time.Minute))
 
+	It("rejects a workload file with an unknown field or a backlog, naming the field, before starting anything", func(ctx SpecContext) {
+		bad := filepath.Join(tmpDir, "bad.yaml")
+		body, err := os.ReadFile(workloadFile)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(bad, append(body, []byte("producerRatePerSecond: 5\n")...), 0o644)).To(Succeed())
+		out := runLoadgen(ctx, "-workload", bad)
+		Expect(out.code).To(Equal(2))
+		Expect(out.stderr).To(MatchRegexp(`bad.yaml:\d+: producerRatePerSecond: unknown field`))
+		Expect(out.stderr).NotTo(ContainSubstring("starting"))
+
+		Expect(os.WriteFile(bad, []byte(strings.Replace(string(body), "consumerBacklogSizeGB: 0", "consumerBacklogSizeGB: 10", 1)), 0o644)).To(Succeed())
+		out = runLoadgen(ctx, "-workload", bad, "-size", "100")
+		Expect(out.code).To(Equal(2))
+		Expect(out.stderr).To(ContainSubstring("consumerBacklogSizeGB: 10 is not supported"))
+	}, SpecTimeout(time.Minute))
+
 	It("rejects bad flags with exit code 2 naming the flag", func(ctx SpecContext) {
 		out := runLoadgen(ctx, "-rate", "-3", "-mode", "turbo")
 		Expect(out.code).To(Equal(2))
@@ -205,6 +303,126 @@ var _ = Describe("loadgen", Ordered, func() {
 			Expect(r.Accounting.Balanced).To(BeTrue())
 			Expect(r.Overall.Messages).To(BeNumerically(">", 0))
 			Expect(r.Overall.Latency.P50).To(BeNumerically(">", 0))
+		}, SpecTimeout(5*time.Minute))
+
+		It("runs an OpenMessaging Benchmark workload file end to end and writes OMB's result JSON", func(ctx SpecContext) {
+			ombPath := filepath.Join(tmpDir, "omb.json")
+			ownPath := filepath.Join(tmpDir, "omb-own.json")
+			plotPath := filepath.Join(tmpDir, "omb.png")
+			// testdata/small-omb.yaml: 2 topics x 2 partitions, 2 producers and
+			// 2 subscriptions x 2 consumers per topic, 2,000 msg/s of 256 B;
+			// 1 + 2 of its minutes at 6 s each: 6 s warm-up, 12 s measured,
+			// 1 s reporting intervals.
+			out := runLoadgen(ctx, "-topology", topoPath, "-workload", workloadFile, "-omb-minute", "6s",
+				"-omb-json", ombPath, "-json", ownPath, "-plot", plotPath)
+			Expect(out.code).To(Equal(0))
+			sent := expectAccounted(out.stdout)
+			Expect(out.stdout).To(MatchRegexp(`consumed: received [0-9,]+ = 2 subscription\(s\) x acked [0-9,]+: OK`))
+			Expect(out.stdout).To(MatchRegexp(`end to end \(send -> receive, from the payload's send time\)`))
+			Expect(out.stderr).To(MatchRegexp(`recv\s+[0-9,]+ msg/s\s+e2e p50`), "end-to-end latency in the live view")
+
+			// loadgen's own JSON: nothing lost, every cluster consumed.
+			own := readResult(ownPath)
+			Expect(own.Accounting.Balanced).To(BeTrue())
+			Expect(own.Accounting.Consumed).NotTo(BeNil())
+			c := own.Accounting.Consumed
+			Expect(c.Subscriptions).To(BeEquivalentTo(2))
+			Expect(c.Complete).To(BeTrue())
+			Expect(c.Missing).To(BeZero())
+			Expect(c.Expected).To(Equal(2 * sent))
+			Expect(c.Received).To(BeNumerically(">=", c.Expected))
+			Expect(c.PerCluster).To(HaveLen(2))
+			for _, pc := range c.PerCluster {
+				Expect(pc.Expected).To(BeNumerically(">", 0), pc.Cluster)
+				Expect(pc.Received).To(BeNumerically(">=", pc.Expected), pc.Cluster)
+			}
+			for _, cl := range own.Clusters {
+				Expect(cl.EndToEnd).NotTo(BeNil(), cl.Cluster)
+				Expect(cl.EndToEnd.P50).To(BeNumerically(">", 0), cl.Cluster)
+				Expect(cl.Received).To(BeNumerically(">", 0), cl.Cluster)
+			}
+			Expect(own.Settings.Topics).To(HaveLen(2))
+
+			// OMB's JSON: exactly TestResult's fields, sane values.
+			b, err := os.ReadFile(ombPath)
+			Expect(err).NotTo(HaveOccurred())
+			var raw map[string]any
+			Expect(json.Unmarshal(b, &raw)).To(Succeed())
+			for _, f := range testResultFields() {
+				Expect(raw).To(HaveKey(f), "TestResult field %s", f)
+			}
+			Expect(raw).To(HaveLen(len(testResultFields())))
+			var r ombResult
+			Expect(json.Unmarshal(b, &r)).To(Succeed())
+			Expect(r.Workload).To(Equal("e2e 2 topics / 2 partitions / 256 B / 2 x 2 consumers"))
+			Expect(r.Driver).To(Equal("keyroute-2-clusters"))
+			Expect([]int64{r.MessageSize, r.Topics, r.Partitions, r.ProducersPerTopic, r.ConsumersPerTopic}).To(Equal([]int64{256, 2, 2, 2, 2}))
+			n := len(r.PublishRate)
+			Expect(n).To(BeNumerically(">=", 10), "about twelve 1 s intervals")
+			Expect(n).To(BeNumerically("<=", 13))
+			for _, l := range [][]float64{r.PublishErrorRate, r.ConsumeRate, r.PublishLatency50pct, r.PublishLatency99pct,
+				r.PublishLatencyMax, r.EndToEndLatency50pct, r.EndToEndLatency95pct, r.EndToEndLatencyAvg} {
+				Expect(l).To(HaveLen(n))
+			}
+			Expect(r.Backlog).To(HaveLen(n))
+			Expect(r.PublishDelayLatency99pct).To(HaveLen(n))
+			var pubSum, consSum float64
+			for i := range n {
+				Expect(r.PublishErrorRate[i]).To(BeZero())
+				Expect(r.Backlog[i]).To(BeNumerically(">=", 0))
+				Expect(r.Backlog[i]).To(BeNumerically("<", 4000), "backlog under a second of traffic (interval %d)", i)
+				if i < n-1 { // whole intervals: paced at 2,000 msg/s
+					Expect(r.PublishRate[i]).To(BeNumerically("~", 2000, 500), "interval %d", i)
+				}
+				Expect(r.PublishLatency50pct[i]).To(BeNumerically(">", 0))
+				Expect(r.PublishLatency99pct[i]).To(BeNumerically(">=", r.PublishLatency50pct[i]))
+				Expect(r.PublishLatencyMax[i]).To(BeNumerically(">=", r.PublishLatency99pct[i]))
+				Expect(r.EndToEndLatency50pct[i]).To(BeNumerically(">", 0))
+				pubSum += r.PublishRate[i]
+				consSum += r.ConsumeRate[i]
+			}
+			// Every message is consumed by both subscriptions.
+			Expect(consSum).To(BeNumerically("~", 2*pubSum, 0.1*pubSum))
+			Expect(pubSum).To(BeNumerically("~", float64(own.Overall.Messages)/own.WindowSeconds*float64(n), 0.15*pubSum))
+			Expect(r.AggregatedPublishLatency50pct).To(BeNumerically(">", 0))
+			Expect(r.AggregatedPublishLatency99pct).To(BeNumerically(">=", r.AggregatedPublishLatency50pct))
+			Expect(r.AggregatedPublishLatencyMax).To(BeNumerically(">=", r.AggregatedPublishLatency9999pct))
+			Expect(r.AggregatedEndToEndLatency50pct).To(BeNumerically(">", 0))
+			Expect(r.AggregatedEndToEndLatencyMax).To(BeNumerically(">=", r.AggregatedEndToEndLatency99pct))
+			Expect(r.AggregatedPublishDelayLatency50pct).To(BeNumerically(">=", 0))
+			for name, q := range map[string]map[string]float64{"publish": r.AggregatedPublishLatencyQuantiles,
+				"delay": r.AggregatedPublishDelayLatencyQuantiles, "e2e": r.AggregatedEndToEndLatencyQuantiles} {
+				Expect(q).To(HaveKey("50.0"), name)
+				Expect(q).To(HaveKey("100.0"), name)
+				Expect(q["100.0"]).To(BeNumerically(">=", q["50.0"]), name)
+			}
+			info, err := os.Stat(plotPath)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(info.Size()).To(BeNumerically(">", 1000))
+		}, SpecTimeout(5*time.Minute))
+
+		It("stops after -n messages, takes payloads from -payload-file and writes an HdrHistogram log", func(ctx SpecContext) {
+			payloads := filepath.Join(tmpDir, "payloads.txt")
+			Expect(os.WriteFile(payloads, []byte(strings.Repeat("a payload of some length\nanother, longer payload line here\n", 10)), 0o644)).To(Succeed())
+			logPath := filepath.Join(tmpDir, "run.hlog")
+			jsonPath := filepath.Join(tmpDir, "n.json")
+			out := runLoadgen(ctx, "-topology", topoPath, "-n", "3000", "-rate", "1500", "-payload-file", payloads,
+				"-subscriptions", "1", "-histogram-file", logPath, "-json", jsonPath)
+			Expect(out.code).To(Equal(0))
+			Expect(expectAccounted(out.stdout)).To(BeEquivalentTo(3000), "exactly -n messages")
+			r := readResult(jsonPath)
+			Expect(r.Accounting.Consumed.Received).To(BeNumerically(">=", 3000))
+			Expect(r.Accounting.Consumed.Complete).To(BeTrue())
+
+			b, err := os.ReadFile(logPath)
+			Expect(err).NotTo(HaveOccurred())
+			log := string(b)
+			Expect(log).To(HavePrefix("#[Histogram log format version 1.3]\n"))
+			Expect(log).To(ContainSubstring("#[StartTime: "))
+			interval := `^Tag=%s,[0-9.]+,[0-9.]+,[0-9.]+,HISTF[A-Za-z0-9+/=]+$`
+			for _, tag := range []string{"publish", "e2e", "publish.local-1", "e2e.local-2"} {
+				Expect(log).To(MatchRegexp("(?m)"+fmt.Sprintf(interval, regexp.QuoteMeta(tag))), "tag %s", tag)
+			}
 		}, SpecTimeout(5*time.Minute))
 
 		It("compares the SDK with raw pulsar-client-go", func(ctx SpecContext) {
