@@ -29,17 +29,41 @@ func adminPath(topic string) (string, error) {
 	return "/admin/v2/" + domain + "/" + url.PathEscape(parts[0]) + "/" + url.PathEscape(parts[1]) + "/" + url.PathEscape(parts[2]), nil
 }
 
-// adminGet GETs path on cl's admin API into v; found is false on 404.
-func adminGet(ctx context.Context, cl topology.Cluster, path string, v any) (found bool, err error) {
+// admin is one cluster's admin API: its URL and one HTTP client, made at
+// New and released at Close, so that connections are reused and none
+// outlives the Consumer.
+type admin struct {
+	url string
+	hc  *http.Client
+}
+
+// newAdmin returns the admin API of cl, nil when the topology gives it
+// none; a bad TLS or token file is an error naming the cluster and field.
+func newAdmin(cl topology.Cluster) (*admin, error) {
+	if cl.AdminURL == "" {
+		return nil, nil
+	}
 	hc, err := cl.AdminClient()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cl.AdminURL, "/")+path, nil)
+	return &admin{url: strings.TrimSuffix(cl.AdminURL, "/"), hc: hc}, nil
+}
+
+// close releases the client's idle connections.
+func (a *admin) close() {
+	if a != nil {
+		a.hc.CloseIdleConnections()
+	}
+}
+
+// get GETs path into v; found is false on 404.
+func (a *admin) get(ctx context.Context, path string, v any) (found bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url+path, nil)
 	if err != nil {
 		return false, err
 	}
-	resp, err := hc.Do(req)
+	resp, err := a.hc.Do(req)
 	if err != nil {
 		return false, err
 	}
@@ -57,9 +81,9 @@ func adminGet(ctx context.Context, cl topology.Cluster, path string, v any) (fou
 	return true, json.Unmarshal(body, v)
 }
 
-// topicExists checks over the admin API that topic exists on cl,
-// partitioned or not, without creating it.
-func topicExists(ctx context.Context, cl topology.Cluster, topic string) error {
+// topicExists checks over the admin API that topic exists, partitioned or
+// not, without creating it.
+func (a *admin) topicExists(ctx context.Context, topic string) error {
 	p, err := adminPath(topic)
 	if err != nil {
 		return err
@@ -67,14 +91,14 @@ func topicExists(ctx context.Context, cl topology.Cluster, topic string) error {
 	var meta struct {
 		Partitions int `json:"partitions"`
 	}
-	if _, err := adminGet(ctx, cl, p+"/partitions", &meta); err != nil {
+	if _, err := a.get(ctx, p+"/partitions", &meta); err != nil {
 		return err
 	}
 	if meta.Partitions > 0 {
 		return nil
 	}
 	var stats json.RawMessage
-	found, err := adminGet(ctx, cl, p+"/stats", &stats)
+	found, err := a.get(ctx, p+"/stats", &stats)
 	if err != nil {
 		return err
 	}
@@ -84,8 +108,8 @@ func topicExists(ctx context.Context, cl topology.Cluster, topic string) error {
 	return nil
 }
 
-// backlog returns the subscription's backlog on cl over the admin API.
-func backlog(ctx context.Context, cl topology.Cluster, topic, sub string, partitioned bool) (int64, error) {
+// backlog returns the subscription's backlog over the admin API.
+func (a *admin) backlog(ctx context.Context, topic, sub string, partitioned bool) (int64, error) {
 	p, err := adminPath(topic)
 	if err != nil {
 		return 0, err
@@ -99,7 +123,7 @@ func backlog(ctx context.Context, cl topology.Cluster, topic, sub string, partit
 			MsgBacklog int64 `json:"msgBacklog"`
 		} `json:"subscriptions"`
 	}
-	found, err := adminGet(ctx, cl, p+suffix, &stats)
+	found, err := a.get(ctx, p+suffix, &stats)
 	if err != nil {
 		return 0, err
 	}

@@ -46,29 +46,37 @@ func fakeAdmin(t *testing.T, partitions string, stats map[string]string) topolog
 	return topology.Cluster{Name: "east", ServiceURL: "pulsar://127.0.0.1:6650", AdminURL: srv.URL, Weight: 1}
 }
 
+// adminOf is the admin API of cl, for tests.
+func adminOf(t *testing.T, cl topology.Cluster) *admin {
+	a, err := newAdmin(cl)
+	require.NoError(t, err)
+	t.Cleanup(a.close)
+	return a
+}
+
 func TestTopicExists(t *testing.T) {
 	ctx := context.Background()
-	require.NoError(t, topicExists(ctx, fakeAdmin(t, `{"partitions":4}`, nil), "t"), "partitioned")
-	require.NoError(t, topicExists(ctx, fakeAdmin(t, `{"partitions":0}`, map[string]string{"stats": `{}`}), "t"), "not partitioned")
-	err := topicExists(ctx, fakeAdmin(t, `{"partitions":0}`, nil), "t")
+	require.NoError(t, adminOf(t, fakeAdmin(t, `{"partitions":4}`, nil)).topicExists(ctx, "t"), "partitioned")
+	require.NoError(t, adminOf(t, fakeAdmin(t, `{"partitions":0}`, map[string]string{"stats": `{}`})).topicExists(ctx, "t"), "not partitioned")
+	err := adminOf(t, fakeAdmin(t, `{"partitions":0}`, nil)).topicExists(ctx, "t")
 	assert.ErrorIs(t, err, ErrTopicNotFound, "no partitions, no stats: the topic does not exist")
 }
 
 func TestBacklog(t *testing.T) {
 	ctx := context.Background()
 	body := `{"subscriptions":{"s":{"msgBacklog":42},"other":{"msgBacklog":7}}}`
-	cl := fakeAdmin(t, `{"partitions":4}`, map[string]string{"partitioned-stats": body, "stats": `{"subscriptions":{"s":{"msgBacklog":3}}}`})
-	n, err := backlog(ctx, cl, "t", "s", true)
+	a := adminOf(t, fakeAdmin(t, `{"partitions":4}`, map[string]string{"partitioned-stats": body, "stats": `{"subscriptions":{"s":{"msgBacklog":3}}}`}))
+	n, err := a.backlog(ctx, "t", "s", true)
 	require.NoError(t, err)
 	assert.Equal(t, int64(42), n)
-	n, err = backlog(ctx, cl, "t", "s", false)
+	n, err = a.backlog(ctx, "t", "s", false)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), n)
-	_, err = backlog(ctx, cl, "t", "missing", true)
+	_, err = a.backlog(ctx, "t", "missing", true)
 	assert.ErrorContains(t, err, `"missing"`)
 
-	down := topology.Cluster{Name: "west", AdminURL: "http://127.0.0.1:1"}
-	_, err = backlog(ctx, down, "t", "s", true)
+	down := adminOf(t, topology.Cluster{Name: "west", AdminURL: "http://127.0.0.1:1"})
+	_, err = down.backlog(ctx, "t", "s", true)
 	var ue interface{ Timeout() bool }
 	assert.True(t, errors.As(err, &ue), "a refused connection is reported: %v", err)
 }

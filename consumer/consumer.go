@@ -41,8 +41,7 @@ type Consumer struct {
 type cluster struct {
 	name  string
 	idx   int
-	admin string // admin URL, "" when the topology gives none
-	topo  topology.Cluster
+	admin *admin // the admin API; nil when the topology gives none
 	link  *link
 
 	// pause takes a SeekByTime's resume channel: the pump drops the
@@ -88,22 +87,29 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 	}
 	n := len(topo.Clusters)
 	links := make([]*link, n)
+	admins := make([]*admin, n)
 	errs := make([]error, n)
+	for i, cl := range topo.Clusters {
+		if admins[i], errs[i] = newAdmin(cl); errs[i] != nil {
+			return nil, clusterErr(cl.Name, "admin", errs[i])
+		}
+	}
 	var wg sync.WaitGroup
 	for i, cl := range topo.Clusters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			links[i], errs[i] = c.connect.connect(ctx, cl, subConfig{cfg: c, share: max(1, c.maxBuffered/n)})
+			links[i], errs[i] = c.connect.connect(ctx, cl, subConfig{cfg: c, share: max(1, c.maxBuffered/n), admin: admins[i]})
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		for _, l := range links {
+		for i, l := range links {
 			if l != nil {
 				l.stream.Close()
 				l.close()
 			}
+			admins[i].close()
 		}
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (%w)", err, ctx.Err())
@@ -112,7 +118,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 	}
 	co := &Consumer{cfg: c, byName: make(map[string]*cluster, n), out: make(chan *Message), closing: make(chan struct{})}
 	for i, cl := range topo.Clusters {
-		k := &cluster{name: cl.Name, idx: i, admin: cl.AdminURL, topo: cl, link: links[i], pause: make(chan chan struct{})}
+		k := &cluster{name: cl.Name, idx: i, admin: admins[i], link: links[i], pause: make(chan chan struct{})}
 		k.probeOK.Store(true)
 		co.clusters = append(co.clusters, k)
 		co.byName[cl.Name] = k
@@ -202,6 +208,7 @@ func (c *Consumer) closeLinks() {
 			defer wg.Done()
 			k.link.stream.Close()
 			k.link.close()
+			k.admin.close()
 		}()
 	}
 	wg.Wait()

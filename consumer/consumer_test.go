@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -346,4 +347,37 @@ func TestAckWithResponseEndsWithItsCtx(t *testing.T) {
 	close(s.block) // the broker answers at last; Close can end
 	require.NoError(t, <-closed)
 	assert.Equal(t, []string{"ack 0:0"}, s.log(), "the acknowledgement was sent once")
+}
+
+// The admin API is asked through one client per cluster: connections are
+// reused from one Health to the next and released by Close.
+func TestAdminConnectionsAreReusedAndReleased(t *testing.T) {
+	var mu sync.Mutex
+	states := map[http.ConnState]int{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"subscriptions":{"s":{"msgBacklog":1}}}`))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		states[s]++
+	}
+	srv.Start()
+	defer srv.Close()
+	before := goleak.IgnoreCurrent()
+	tp := topo(1)
+	tp.Clusters[0].AdminURL = srv.URL
+	c, err := consumer.New(context.Background(), tp, consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(newFakeBed(1).connect))
+	require.NoError(t, err)
+	for range 5 {
+		require.Equal(t, int64(1), c.Health(context.Background())[0].Backlog)
+	}
+	require.NoError(t, c.Close())
+	// Close closed the connection: its goroutines, the client's and the
+	// server's, are gone (they would idle for 90 s otherwise).
+	goleak.VerifyNone(t, before)
+	mu.Lock()
+	assert.Equal(t, 1, states[http.StateNew], "one connection for five Health calls")
+	mu.Unlock()
+	assert.ErrorIs(t, c.Health(context.Background())[0].BacklogErr, consumer.ErrClosed, "no admin call after Close")
 }

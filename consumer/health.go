@@ -12,7 +12,9 @@ type ClusterHealth struct {
 	// Connected is false while the cluster's last probe failed or a probe
 	// has been unanswered for longer than ProbeInterval.
 	Connected bool
-	// Received counts the messages taken from the merged stream; Acked,
+	// Received counts the messages offered to the merged stream (taken,
+	// or held by the cluster's pump for the next Receive: at most one per
+	// cluster more than were taken); Acked,
 	// Nacked the acknowledgements made (Acked counts only those without
 	// error); Redelivered, the received messages whose RedeliveryCount was
 	// above 0. The broker keeps that count in memory: messages that come
@@ -31,7 +33,8 @@ type ClusterHealth struct {
 // Health returns the state of every cluster, in topology order. It asks
 // the admin API of each cluster that has one for the backlog, in
 // parallel, bounded by ctx; the rest is read from counters. After Close
-// the counts are final (Connected is the last probe's answer).
+// the counts are final (Connected is the last probe's answer) and the
+// backlog is not asked for (BacklogErr matches ErrClosed).
 func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 	if c == nil {
 		return nil
@@ -45,13 +48,17 @@ func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 			Received: k.delivered.Load(), Acked: k.acked.Load(), Nacked: k.nacked.Load(),
 			Redelivered: k.redelivered.Load(), Lag: since(k.lastPublish.Load()), Backlog: -1,
 		}
-		if k.admin == "" {
+		if k.admin == nil {
+			continue
+		}
+		if c.closed.Load() {
+			h.BacklogErr = clusterErr(k.name, "backlog", ErrClosed)
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := backlog(ctx, k.topo, c.cfg.topic, c.cfg.subscription, k.link.partitioned)
+			n, err := k.admin.backlog(ctx, c.cfg.topic, c.cfg.subscription, k.link.partitioned)
 			if err != nil {
 				h.BacklogErr = clusterErr(k.name, "backlog", err)
 				return

@@ -22,7 +22,8 @@ const (
 	Failover
 	// Shared: messages spread over the consumers, no order.
 	Shared
-	// KeyShared: each key goes to one consumer at a time, in order.
+	// KeyShared: each key goes to one consumer at a time, in order (see
+	// Type for the producer's part).
 	KeyShared
 )
 
@@ -85,6 +86,7 @@ type cfg struct {
 	ackGroupTime    time.Duration
 	ackGroupMsgs    int
 	ackWithResponse bool
+	batchIndexAck   bool
 	probeEvery      time.Duration
 	requireTopic    bool
 	observer        Observer
@@ -153,9 +155,12 @@ func Topic(name string) Opt { return optFunc(func(c *cfg) { c.topic = name }) }
 // a consumer started again with it resumes where the last one stopped.
 func Subscription(name string) Opt { return optFunc(func(c *cfg) { c.subscription = name }) }
 
-// Type sets the subscription type (default Exclusive). A subscription that
-// already exists on a cluster with another type fails New with an error
-// naming that cluster.
+// Type sets the subscription type (default Exclusive). While a consumer
+// of another type is attached to the subscription on a cluster, the
+// broker refuses this one, and New fails with a *ClusterError naming that
+// cluster. KeyShared keeps each key on one consumer only for messages the
+// producer batched by key (producer.KeyBasedBatching) or did not batch: a
+// batch mixing keys goes to one consumer whole.
 func Type(t SubscriptionType) Opt { return optFunc(func(c *cfg) { c.subType = t }) }
 
 // InitialPosition sets where a new subscription starts (default Latest).
@@ -189,7 +194,8 @@ func AckGrouping(n int, d time.Duration) Opt {
 
 // AckWithResponse makes Ack, AckID and AckCumulative wait until the broker
 // has answered the acknowledgement, and return its error (default off:
-// they return once the acknowledgement is queued). With it on, an Ack
+// they return once the acknowledgement is queued). A message of a batch is
+// acknowledged only with its whole batch unless BatchIndexAck is on. With it on, an Ack
 // waits for as long as its cluster is unreachable (pulsar-client-go
 // v0.21.0 reconnects on the same loop that sends acknowledgements), so
 // acknowledge from goroutines of your own, not from the loop that calls
@@ -197,6 +203,14 @@ func AckGrouping(n int, d time.Duration) Opt {
 // acknowledgement can be lost when the broker dies before persisting it
 // (the broker answers first): Pulsar delivers at least once.
 func AckWithResponse(on bool) Opt { return optFunc(func(c *cfg) { c.ackWithResponse = on }) }
+
+// BatchIndexAck acknowledges the messages of a batch one by one (default
+// off: pulsar-client-go acknowledges a batch once all its messages are, so
+// until then an Ack of one of them sends nothing, even under
+// AckWithResponse, and a consumer that stops receives the whole batch
+// again). It needs the brokers' acknowledgmentAtBatchIndexLevelEnabled
+// (off by default in Pulsar 4.0).
+func BatchIndexAck(on bool) Opt { return optFunc(func(c *cfg) { c.batchIndexAck = on }) }
 
 // ProbeInterval sets how often each cluster is probed with a topic lookup
 // (a broker round trip that reads nothing) for Health's Connected (default

@@ -41,7 +41,8 @@ type link struct {
 // subConfig is what a connector needs to subscribe on one cluster.
 type subConfig struct {
 	cfg
-	share int // this cluster's share of MaxBuffered
+	share int    // this cluster's share of MaxBuffered
+	admin *admin // the cluster's admin API; nil without one
 }
 
 // connector subscribes on one cluster.
@@ -53,8 +54,8 @@ type connector interface {
 type pulsarConnector struct{}
 
 func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, sc subConfig) (*link, error) {
-	if sc.requireTopic && cl.AdminURL != "" {
-		if err := topicExists(ctx, cl, sc.topic); err != nil {
+	if sc.requireTopic && sc.admin != nil {
+		if err := sc.admin.topicExists(ctx, sc.topic); err != nil {
 			return nil, clusterErr(cl.Name, "check topic", err)
 		}
 	}
@@ -94,15 +95,16 @@ func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, 
 	}
 	queue := max(1, sc.share/max(1, len(parts)))
 	o := pulsar.ConsumerOptions{
-		Topic:                       sc.topic,
-		SubscriptionName:            sc.subscription,
-		Type:                        subTypes[sc.subType].typ,
-		SubscriptionInitialPosition: pulsar.SubscriptionPositionLatest,
-		Name:                        sc.name,
-		ReceiverQueueSize:           queue,
-		NackRedeliveryDelay:         sc.nackDelay,
-		AckWithResponse:             sc.ackWithResponse,
-		AckGroupingOptions:          ackGrouping(sc.cfg),
+		Topic:                          sc.topic,
+		SubscriptionName:               sc.subscription,
+		Type:                           subTypes[sc.subType].typ,
+		SubscriptionInitialPosition:    pulsar.SubscriptionPositionLatest,
+		Name:                           sc.name,
+		ReceiverQueueSize:              queue,
+		NackRedeliveryDelay:            sc.nackDelay,
+		AckWithResponse:                sc.ackWithResponse,
+		EnableBatchIndexAcknowledgment: sc.batchIndexAck,
+		AckGroupingOptions:             ackGrouping(sc.cfg),
 		// Small: the Consumer's own stage holds one message per cluster.
 		MessageChannel: make(chan pulsar.ConsumerMessage, min(queue, 10)),
 	}

@@ -60,8 +60,12 @@ func (c Cluster) adminTLSConfig() (*tls.Config, error) {
 // tokenTransport adds the cluster's token to every request.
 type tokenTransport struct {
 	c    Cluster
-	next http.RoundTripper
+	next *http.Transport
 }
+
+// CloseIdleConnections closes the transport's idle connections, for
+// http.Client.CloseIdleConnections (which looks for this method).
+func (t tokenTransport) CloseIdleConnections() { t.next.CloseIdleConnections() }
 
 func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	token := t.c.Auth.Token
