@@ -96,7 +96,7 @@ var _ = BeforeEach(func() {
 		}).WithTimeout(opTimeout).WithPolling(opTimeout/100).Should(Succeed(), "goroutines left by the spec")
 		// The consumer's admin connections are in the check above: its
 		// Close releases them (they used to idle for 90 s).
-		Expect(adminConnsLeft() - conns).To(BeNumerically("<=", 0), "admin HTTP connections left open by the spec")
+		Expect(adminConnsLeft()-conns).To(BeNumerically("<=", 0), "admin HTTP connections left open by the spec")
 	})
 })
 
