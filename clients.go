@@ -39,10 +39,7 @@ func NewClients(topo *topology.Topology, opts ...Opt) (*Clients, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	if topo == nil {
-		return nil, fmt.Errorf("%w: nil topology", ErrBadTopology)
-	}
-	if err := topo.Validate(); err != nil {
+	if err := topo.Validate(); err != nil { // a nil topo has no clusters
 		return nil, fmt.Errorf("%w: %w", ErrBadTopology, err)
 	}
 	cs := &Clients{topo: topo, cfg: c, index: make(map[string]int, len(topo.Clusters)), users: map[*user]struct{}{}}

@@ -64,10 +64,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	if topo == nil {
-		return nil, fmt.Errorf("%w: nil topology", ErrBadTopology)
-	}
-	if err := topo.Validate(); err != nil {
+	if err := topo.Validate(); err != nil { // a nil topo has no clusters
 		return nil, fmt.Errorf("%w: %w", ErrBadTopology, err)
 	}
 	if c.clients != nil {

@@ -46,15 +46,7 @@ func (c Cluster) adminTLSConfig() (*tls.Config, error) {
 		return nil, err
 	}
 	cfg := &tls.Config{RootCAs: roots, InsecureSkipVerify: c.TLS.AllowInsecure}
-	if f.CertFile != "" {
-		if _, err := f.clientCert(); err != nil {
-			return nil, err
-		}
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return f.clientCert()
-		}
-	}
-	return cfg, nil
+	return f.withClientCert(cfg)
 }
 
 // tokenTransport adds the cluster's token to every request.

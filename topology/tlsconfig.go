@@ -43,13 +43,21 @@ func (c Cluster) noHostnameTLSConfig() (*tls.Config, error) {
 		InsecureSkipVerify: true,
 		VerifyConnection:   f.verify,
 	}
-	if f.CertFile != "" {
-		if _, err := f.clientCert(); err != nil {
-			return nil, err
-		}
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return f.clientCert()
-		}
+	return f.withClientCert(cfg)
+}
+
+// withClientCert makes cfg send the CertFile/KeyFile certificate when the
+// server asks for one, read again for every handshake (so rotations are
+// picked up); it checks the files now. Without CertFile, cfg is unchanged.
+func (f tlsFiles) withClientCert(cfg *tls.Config) (*tls.Config, error) {
+	if f.CertFile == "" {
+		return cfg, nil
+	}
+	if _, err := f.clientCert(); err != nil {
+		return nil, err
+	}
+	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		return f.clientCert()
 	}
 	return cfg, nil
 }
