@@ -16,7 +16,7 @@ E2E_TIMEOUT ?= 75m
 FUZZ_TOPOLOGY ?= 30000x
 FUZZ_ROUTER   ?= 200000x
 
-.PHONY: run test check unit fuzz e2e bench
+.PHONY: run test check unit fuzz e2e bench bench-omb
 
 ## run: the main job: the load generator against five local clusters it starts.
 run:
@@ -50,3 +50,7 @@ e2e:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./router/
 	$(GO) test -tags e2e -run '^$$' -bench . -timeout 30m ./e2e/bench/
+
+## bench-omb: loadgen's OpenMessaging Benchmark workloads on one vs five local clusters (a few minutes); rewrites BENCH.md.
+bench-omb:
+	$(GO) run ./examples/loadgen/benchomb -out BENCH.md
