@@ -96,10 +96,8 @@ func (c *Consumer) owner(id ID, op string) (*cluster, error) {
 	if c == nil {
 		return nil, ErrClosed
 	}
-	var k *cluster
-	if i := id.idx - 1; i >= 0 && i < len(c.clusters) && c.clusters[i].name == id.Cluster {
-		k = c.clusters[i]
-	} else if k = c.byName[id.Cluster]; k == nil {
+	k := c.byName[id.Cluster]
+	if k == nil {
 		return nil, clusterErr(id.Cluster, op, ErrUnknownCluster)
 	}
 	if c.closed.Load() {

@@ -2,9 +2,9 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,6 +77,7 @@ func TestBacklog(t *testing.T) {
 
 	down := adminOf(t, topology.Cluster{Name: "west", AdminURL: "http://127.0.0.1:1"})
 	_, err = down.backlog(ctx, "t", "s", true)
-	var ue interface{ Timeout() bool }
-	assert.True(t, errors.As(err, &ue), "a refused connection is reported: %v", err)
+	var ue *url.Error
+	require.ErrorAs(t, err, &ue, "a refused connection is reported")
+	assert.Contains(t, ue.URL, "127.0.0.1:1/admin/v2/persistent/public/default/t/partitioned-stats")
 }

@@ -40,7 +40,6 @@ type Consumer struct {
 // cluster is the Consumer's state for one cluster.
 type cluster struct {
 	name  string
-	idx   int
 	admin *admin // the admin API; nil when the topology gives none
 	link  *link
 
@@ -115,7 +114,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 	}
 	co := &Consumer{cfg: c, byName: make(map[string]*cluster, n), out: make(chan *Message), closing: make(chan struct{})}
 	for i, cl := range topo.Clusters {
-		k := &cluster{name: cl.Name, idx: i, admin: admins[i], link: links[i], pause: make(chan chan struct{})}
+		k := &cluster{name: cl.Name, admin: admins[i], link: links[i], pause: make(chan chan struct{})}
 		k.probeOK.Store(true)
 		co.clusters = append(co.clusters, k)
 		co.byName[cl.Name] = k

@@ -129,8 +129,9 @@ func TestAckRoutesToTheMessagesCluster(t *testing.T) {
 	assert.Empty(t, bed.stream("c1").log())
 	assert.Empty(t, bed.stream("c3").log())
 
-	// An ID kept by value (no cached index) still finds its cluster.
+	// An ID built from its fields (stored elsewhere, say) is the same ID.
 	id := consumer.ID{Cluster: "c2", Partition: 1, Pulsar: m.ID.Pulsar}
+	assert.Equal(t, m.ID, id)
 	require.NoError(t, c.AckID(ctx, id))
 
 	h := c.Health(context.Background())[1]

@@ -3,8 +3,6 @@ package consumer
 import (
 	"context"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-
 	"github.com/keyroute/keyroute/topology"
 )
 
@@ -28,9 +26,4 @@ func (f fakeConnector) connect(ctx context.Context, cl topology.Cluster, sc subC
 // WithConnector makes New subscribe with fn instead of pulsar-client-go.
 func WithConnector(fn ConnectFunc) Opt {
 	return optFunc(func(c *cfg) { c.connect = fakeConnector{fn} })
-}
-
-// NewMessage wraps a pulsar-client-go message as the Consumer does.
-func NewMessage(raw pulsar.Message, cluster string, idx int) *Message {
-	return newMessage(raw, cluster, idx)
 }

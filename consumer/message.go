@@ -9,14 +9,11 @@ import (
 
 // ID identifies a message across the clusters of a topology: the cluster
 // it was read from, its partition there, and its Pulsar message ID. IDs
-// can be kept and acknowledged later with AckID; they are comparable only
-// through their fields.
+// can be kept and acknowledged later with AckID.
 type ID struct {
 	Cluster   string
 	Partition int
 	Pulsar    pulsar.MessageID
-
-	idx int // the cluster's index in the Consumer, plus one (0: not set)
 }
 
 func (id ID) String() string {
@@ -53,7 +50,7 @@ type Message struct {
 // Raw is the pulsar-client-go message, for fields keyroute does not copy.
 func (m *Message) Raw() pulsar.Message { return m.raw }
 
-func newMessage(raw pulsar.Message, cluster string, idx int) *Message {
+func newMessage(raw pulsar.Message, cluster string) *Message {
 	mid := raw.ID()
 	return &Message{
 		Key:             raw.Key(),
@@ -64,7 +61,7 @@ func newMessage(raw pulsar.Message, cluster string, idx int) *Message {
 		EventTime:       raw.EventTime(),
 		PublishTime:     raw.PublishTime(),
 		RedeliveryCount: raw.RedeliveryCount(),
-		ID:              ID{Cluster: cluster, Partition: int(mid.PartitionIdx()), Pulsar: mid, idx: idx + 1},
+		ID:              ID{Cluster: cluster, Partition: int(mid.PartitionIdx()), Pulsar: mid},
 		raw:             raw,
 	}
 }

@@ -15,7 +15,7 @@ func (c *Consumer) pump(k *cluster) {
 		var m *Message
 		select {
 		case cm := <-in:
-			m = newMessage(cm.Message, k.name, k.idx)
+			m = newMessage(cm.Message, k.name)
 		case resume := <-k.pause:
 			if !c.paused(resume) {
 				return
