@@ -153,6 +153,8 @@ func NotWritten(err error) bool {
 		return len(e.MaybeVisible) == 0
 	case *PartialCommitError:
 		return false
+	case *CrossClusterError:
+		return true // refused by Txn.Send, never staged
 	case interface{ Unwrap() []error }:
 		errs := e.Unwrap()
 		for _, err := range errs {

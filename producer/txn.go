@@ -149,13 +149,13 @@ func (p *Producer) RunInTxn(ctx context.Context, fn func(ctx context.Context, tx
 // transaction past TxnMaxMessages or TxnMaxBytes, a *CrossClusterError
 // under TxnSingleCluster when msg's key routes to another cluster than the
 // transaction's, and ErrTxnDone after Commit or Abort. A rejected message is
-// not staged and the transaction stays usable.
+// not staged (NotWritten is true for it) and the transaction stays usable.
 func (t *Txn) Send(msg *Message) error {
 	if msg == nil {
-		return &SendError{Err: ErrNilMessage}
+		return &SendError{Err: ErrNilMessage, notWritten: true}
 	}
 	if err := check(msg); err != nil {
-		return &SendError{Key: msg.Key, Err: ErrBadMessage, Cause: err}
+		return &SendError{Key: msg.Key, Err: ErrBadMessage, Cause: err, notWritten: true}
 	}
 	n := cost(msg)
 	t.mu.Lock()
@@ -164,11 +164,11 @@ func (t *Txn) Send(msg *Message) error {
 		return ErrTxnDone
 	}
 	if len(t.msgs) >= t.cfg.maxMessages {
-		return &SendError{Key: msg.Key, Err: ErrTxnTooLarge,
+		return &SendError{Key: msg.Key, Err: ErrTxnTooLarge, notWritten: true,
 			Cause: fmt.Errorf("%d messages staged, TxnMaxMessages(%d)", len(t.msgs), t.cfg.maxMessages)}
 	}
 	if t.bytes+n > t.cfg.maxBytes {
-		return &SendError{Key: msg.Key, Err: ErrTxnTooLarge,
+		return &SendError{Key: msg.Key, Err: ErrTxnTooLarge, notWritten: true,
 			Cause: fmt.Errorf("%d bytes staged + %d, TxnMaxBytes(%d)", t.bytes, n, t.cfg.maxBytes)}
 	}
 	c, pt := t.route(msg.Key)

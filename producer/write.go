@@ -199,8 +199,8 @@ func overrideFor(wc *writerConfig, s topology.ProducerSettings) {
 	if s.BatchMaxBytes > 0 {
 		wc.batchMaxBytes = s.BatchMaxBytes
 	}
-	if codec, err := ParseCodec(s.Compression); err == nil {
-		wc.codec = codec
+	if s.Compression != "" {
+		wc.codec, _ = ParseCodec(s.Compression) // checked by topology.Validate
 	}
 }
 
