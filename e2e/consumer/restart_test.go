@@ -4,6 +4,7 @@ package consumer
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"path/filepath"
 	"time"
@@ -127,7 +128,9 @@ var _ = Describe("a consumer process killed and started again", func() {
 
 			// Kill after a random count of acknowledged messages, between
 			// a tenth and a half of them.
-			rng := rand.New(rand.NewPCG(uint64(GinkgoRandomSeed()), uint64(serial.Load())))
+			h := fnv.New64a()
+			_, _ = h.Write([]byte(topic))
+			rng := rand.New(rand.NewPCG(uint64(GinkgoRandomSeed()), h.Sum64()))
 			killAt := len(want)/10 + rng.IntN(len(want)*4/10)
 
 			suite.Step("first run, killed")

@@ -5,12 +5,10 @@ package consumer
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +17,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
-	"github.com/keyroute/keyroute/internal/admin"
 	"github.com/keyroute/keyroute/internal/testbed"
 	"github.com/keyroute/keyroute/topology"
 )
@@ -159,16 +156,6 @@ func topo() *topology.Topology {
 	return t
 }
 
-var (
-	runID  = time.Now().Format("150405")
-	serial atomic.Int64
-)
-
-// unique returns name with a suffix unique to this run and call.
-func unique(name string) string {
-	return fmt.Sprintf("%s-%s-%d", name, runID, serial.Add(1))
-}
-
 // newTopic creates a partitioned topic with a unique name on the given
 // clusters (every cluster when none is given).
 func newTopic(ctx context.Context, name string, on ...*testbed.Cluster) string {
@@ -176,10 +163,8 @@ func newTopic(ctx context.Context, name string, on ...*testbed.Cluster) string {
 	if len(on) == 0 {
 		on = bed.Clusters()
 	}
-	topic := "persistent://public/default/" + unique(name)
-	for _, c := range on {
-		Expect(admin.CreatePartitionedTopic(ctx, c.AdminURL, topic, partitions)).To(Succeed(), c.Name)
-	}
+	topic := "persistent://public/default/" + bedsuite.Unique(name)
+	bedsuite.CreateTopic(ctx, on, topic, partitions)
 	return topic
 }
 

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
 	"github.com/keyroute/keyroute/internal/testbed"
 )
 
@@ -60,7 +61,7 @@ func adminCall(ctx context.Context, c *testbed.Cluster, method, path string, bod
 // tenant on every cluster and returns it ("public/<name>-...").
 func newNamespace(ctx context.Context, name string) string {
 	GinkgoHelper()
-	ns := "public/" + unique(name)
+	ns := "public/" + bedsuite.Unique(name)
 	for _, c := range bed.Clusters() {
 		adminCall(ctx, c, http.MethodPut, "/admin/v2/namespaces/"+ns, nil, nil)
 	}

@@ -21,6 +21,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
 	"github.com/keyroute/keyroute/producer"
 )
 
@@ -145,7 +146,7 @@ var _ = Describe("Name and SequenceID with broker deduplication", func() {
 		awaitDeduplication(ctx, topic)
 		topoFile := filepath.Join(GinkgoT().TempDir(), "topology.yaml")
 		Expect(bed.WriteTopology(topoFile)).To(Succeed())
-		name := unique("writer")
+		name := bedsuite.Unique("writer")
 		env := []string{childTopo + "=" + topoFile, childTopic + "=" + topic, childName + "=" + name}
 
 		By(fmt.Sprintf("run 1: sending %d messages, SIGKILL after %d acknowledgements", n, killAfter))
@@ -243,7 +244,7 @@ var _ = Describe("Name and SequenceID with broker deduplication", func() {
 		ns := dedupNamespace(ctx, "parity-dedup-batch")
 		topic := newTopic(ctx, ns, "dedup-batch")
 		awaitDeduplication(ctx, topic)
-		name := unique("batcher")
+		name := bedsuite.Unique("batcher")
 		// send sends from..to-1 in one batch through a new Producer with
 		// the same Name, and returns their IDs.
 		send := func(from, to int) []producer.ID {

@@ -4,9 +4,7 @@ package parity
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
-	"github.com/keyroute/keyroute/internal/admin"
 	"github.com/keyroute/keyroute/internal/testbed"
 	"github.com/keyroute/keyroute/producer"
 )
@@ -56,17 +53,6 @@ var _ = BeforeSuite(func() {
 	bed = suite.Bed
 })
 
-// unique is a suffix that makes the names of one run's topics and
-// namespaces unique.
-var (
-	runID  = time.Now().Format("150405")
-	serial atomic.Int64
-)
-
-func unique(name string) string {
-	return fmt.Sprintf("%s-%s-%d", name, runID, serial.Add(1))
-}
-
 // newTopic creates a partitioned topic with a unique name in namespace ns
 // ("public/default" when "") on every cluster.
 func newTopic(ctx context.Context, ns, name string) string {
@@ -74,10 +60,8 @@ func newTopic(ctx context.Context, ns, name string) string {
 	if ns == "" {
 		ns = "public/default"
 	}
-	topic := "persistent://" + ns + "/" + unique(name)
-	for _, c := range bed.Clusters() {
-		Expect(admin.CreatePartitionedTopic(ctx, c.AdminURL, topic, partitions)).To(Succeed(), c.Name)
-	}
+	topic := "persistent://" + ns + "/" + bedsuite.Unique(name)
+	bedsuite.CreateTopic(ctx, bed.Clusters(), topic, partitions)
 	return topic
 }
 

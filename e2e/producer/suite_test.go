@@ -5,13 +5,11 @@ package producer
 import (
 	"context"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
-	"github.com/keyroute/keyroute/internal/admin"
 	"github.com/keyroute/keyroute/internal/testbed"
 	"github.com/keyroute/keyroute/producer"
 )
@@ -28,10 +26,8 @@ var _ = BeforeSuite(func() { bed = bedsuite.Start(testbed.Options{Clusters: 5}).
 
 // newTopic creates a partitioned topic with a unique name on every cluster.
 func newTopic(ctx context.Context, name string) string {
-	topic := "persistent://public/default/" + name + "-" + time.Now().Format("150405.000000")
-	for _, c := range bed.Clusters() {
-		Expect(admin.CreatePartitionedTopic(ctx, c.AdminURL, topic, partitions)).To(Succeed(), c.Name)
-	}
+	topic := "persistent://public/default/" + bedsuite.Unique(name)
+	bedsuite.CreateTopic(ctx, bed.Clusters(), topic, partitions)
 	return topic
 }
 
