@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,29 +42,45 @@ func (p *Producer) isDown(i int) bool { return p.clusters[i].health.down.Load() 
 // It is safe for concurrent use. One message may take the budget over its
 // byte limit when nothing else holds bytes, so that a message larger than
 // the limit can still be sent (alone).
+//
+// Both counts live in one word (messages above bit 40, bytes below), so
+// that taking a message is one compare-and-swap; mu and wake are only for
+// senders that wait.
 type budget struct {
-	maxMsgs  int64
-	maxBytes int64
+	maxMsgs  uint64
+	maxBytes uint64
 
-	mu      sync.Mutex // guards the fields below
-	msgs    int64
-	bytes   int64
-	waiting int           // goroutines parked in acquire
-	wake    chan struct{} // closed and replaced by release when waiting > 0
+	state   atomic.Uint64 // msgs<<budgetShift | bytes
+	waiting atomic.Int64  // goroutines parked in acquire
+
+	mu   sync.Mutex    // guards wake
+	wake chan struct{} // closed and replaced by release when waiting > 0
 }
+
+// budgetShift places the message count above the byte count in
+// budget.state; MaxBudgetMessages and the byte limits keep both in range.
+const (
+	budgetShift = 40
+	bytesMask   = 1<<budgetShift - 1
+)
 
 func newBudget(maxMsgs, maxBytes int64) *budget {
-	return &budget{maxMsgs: maxMsgs, maxBytes: maxBytes, wake: make(chan struct{})}
+	return &budget{maxMsgs: uint64(maxMsgs), maxBytes: uint64(maxBytes), wake: make(chan struct{})}
 }
 
-// takeLocked takes one message of n bytes if both limits allow it.
-func (b *budget) takeLocked(n int64) bool {
-	if b.msgs >= b.maxMsgs || (b.bytes+n > b.maxBytes && b.bytes > 0) {
-		return false
+// take takes one message of n bytes if both limits allow it.
+func (b *budget) take(n int64) bool {
+	add := 1<<budgetShift | uint64(n)
+	for {
+		v := b.state.Load()
+		msgs, bytes := v>>budgetShift, v&bytesMask
+		if msgs >= b.maxMsgs || (bytes+uint64(n) > b.maxBytes && bytes > 0) {
+			return false
+		}
+		if b.state.CompareAndSwap(v, v+add) {
+			return true
+		}
 	}
-	b.msgs++
-	b.bytes += n
-	return true
 }
 
 // acquire takes one message of n bytes, waiting for space until ctx ends or
@@ -72,55 +89,49 @@ func (b *budget) takeLocked(n int64) bool {
 // it waits it asks inCallback: space is given back after callbacks return,
 // so a callback that waited here could wait for itself (ErrInCallback).
 func (b *budget) acquire(ctx context.Context, n int64, stop <-chan struct{}, wait bool, inCallback func() bool) error {
-	b.mu.Lock()
+	if b.take(n) {
+		return nil
+	}
+	if !wait {
+		return ErrBufferFull
+	}
+	if inCallback() {
+		return ErrInCallback
+	}
+	// Counted as waiting before the next look, so that a release after
+	// that look sees the waiter and wakes it.
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
 	for {
-		if b.takeLocked(n) {
-			b.mu.Unlock()
+		b.mu.Lock()
+		wake := b.wake
+		b.mu.Unlock()
+		if b.take(n) {
 			return nil
 		}
-		if !wait {
-			b.mu.Unlock()
-			return ErrBufferFull
-		}
-		if inCallback() {
-			b.mu.Unlock()
-			return ErrInCallback
-		}
-		wake := b.wake
-		b.waiting++
-		b.mu.Unlock()
-		var err error
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			err = ctx.Err()
+			return ctx.Err()
 		case <-stop:
-			err = ErrClosed
-		}
-		b.mu.Lock()
-		b.waiting--
-		if err != nil {
-			b.mu.Unlock()
-			return err
+			return ErrClosed
 		}
 	}
 }
 
 // release returns k messages totalling n bytes.
 func (b *budget) release(k, n int64) {
-	b.mu.Lock()
-	b.msgs -= k
-	b.bytes -= n
-	if b.waiting > 0 {
+	b.state.Add(-(uint64(k)<<budgetShift | uint64(n)))
+	if b.waiting.Load() > 0 {
+		b.mu.Lock()
 		close(b.wake)
 		b.wake = make(chan struct{})
+		b.mu.Unlock()
 	}
-	b.mu.Unlock()
 }
 
 // held reports the messages and bytes currently held.
 func (b *budget) held() (msgs, bytes int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.msgs, b.bytes
+	v := b.state.Load()
+	return int64(v >> budgetShift), int64(v & bytesMask)
 }

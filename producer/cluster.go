@@ -34,21 +34,40 @@ type partition struct {
 	c   *cluster
 	w   writer
 
-	// Senders append to track the messages handed to w, oldest first, so
-	// that Close can give an outcome to any that pulsar-client-go dropped,
-	// and number the messages whose outcome is reported (seq), so that the
-	// callback goroutine reports them in that order. The goroutines that
-	// complete messages never take mu, so this costs the hot path one
-	// uncontended lock.
-	mu    sync.Mutex // guards track, head and seq
-	track []*inflight
-	head  int    // track[:head] are trimmed (nil)
-	seq   uint64 // the last number given to a reported message
+	// A sender holds mu while it hands a message over: it numbers the
+	// message (seq), so that the callback goroutine reports the
+	// partition's outcomes in that order, appends it to track, so that
+	// Close can give an outcome to any that pulsar-client-go dropped, and
+	// calls the writer. Close sets closed under mu, so no writer is closed
+	// in the middle of a hand-over. The goroutines that complete messages
+	// never take mu, so this costs the hot path one uncontended lock (and
+	// pulsar-client-go serialises a partition's sends anyway).
+	mu     sync.Mutex // guards the fields below
+	closed bool
+	track  []*inflight
+	head   int         // track[:head] are trimmed (nil)
+	seq    uint64      // the last number given to a reported message
+	free   []*inflight // reported pooled inflights, ready for reuse
 
-	// Owned by the cluster's callback goroutine (the dispatcher).
+	// Owned by the cluster's callback goroutine (the dispatcher), on a
+	// cache line of their own: the dispatcher writes next at every
+	// message, the senders the fields above.
+	_    [64]byte
 	next uint64               // the number of the next message to report
 	held map[uint64]*inflight // outcomes that came before next's
+
+	// reported is next-1 as the senders may see it, published by the
+	// dispatcher after each run of reports: the messages numbered up to
+	// it have been reported, so their inflights may be reused.
+	reported atomic.Uint64
 }
+
+// States of an inflight.
+const (
+	pending   = iota // handed over, no outcome yet
+	completed        // outcome fixed, not reported yet
+	reported         // reported: its callback and observer have returned
+)
 
 // inflight is one message handed to Send or SendAsync, from the hand-over
 // until its outcome has been reported. pm must stay the first field: see
@@ -62,42 +81,130 @@ type inflight struct {
 	cost int64
 	seq  uint64 // its number among the partition's reported messages; 0 when cb is nil
 
-	// accepted: the message holds budget and was handed to its writer;
-	// false for a message that failed before, which holds nothing.
+	// accepted: the message holds budget and was handed to its writer
+	// (and is tracked); false for a message that failed before, which
+	// holds nothing.
 	accepted bool
 
-	state atomic.Uint32 // 0 pending, 1 completed (outcome fixed)
+	// SendAsync's inflights are reused (pooled): an accepted one once its
+	// partition's track drops it after it was reported, a refused one
+	// once it is reported. Send's own are not: Send reads its inflight
+	// after the outcome.
+	pooled bool
 
-	id  pulsar.MessageID
-	err error
-	ev  *Event // non-nil when observed
+	// state goes from pending to completed where the outcome is fixed.
+	// A message reported in its partition's order (seq != 0) is reported
+	// once the dispatcher's watermark (partition.reported) passes seq;
+	// the others are marked reported here.
+	state atomic.Uint32
+
+	id   pulsar.MessageID
+	err  error
+	ev   *Event    // non-nil when observed
+	next *inflight // in the dispatcher's queue
 
 	barrier *barrier // non-nil for a Flush barrier (not a message)
+	event   *Event   // a pooled inflight's Event, kept across reuse; nil until observed
 }
 
-// enqueue numbers f when it has an outcome to report and, when it was
-// handed to the writer, tracks it; it first trims completed messages from
-// the front of track.
-func (pt *partition) enqueue(f *inflight) {
+// maxFree bounds a partition's free list; inflights beyond it go to
+// inflightPool.
+const maxFree = 1024
+
+// inflightPool holds pooled inflights that no partition's free list took,
+// so that a message costs the SDK no allocation of its own (the inflight
+// carries pulsar-client-go's ProducerMessage, the largest part of a
+// message's cost).
+var inflightPool = sync.Pool{New: func() any { return &inflight{pooled: true} }}
+
+// reset makes a pooled f ready for reuse, keeping its Event.
+func (f *inflight) reset() {
+	*f = inflight{pooled: true, event: f.event}
+}
+
+// done marks f reported; the caller touches f no more. A refused pooled f
+// is not tracked, so it is reused at once. inOrder: the dispatcher
+// reported f in its partition's order, and its watermark says so.
+func (f *inflight) done(inOrder bool) {
+	switch {
+	case f.pooled && !f.accepted:
+		f.reset()
+		inflightPool.Put(f)
+	case !inOrder:
+		f.state.Store(reported)
+	}
+}
+
+// take is takeLocked for a caller that does not hold mu.
+func (pt *partition) take() *inflight {
 	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	return pt.takeLocked()
+}
+
+// takeLocked returns a pooled inflight, from the free list if it has one.
+// Called with mu held.
+func (pt *partition) takeLocked() *inflight {
+	if n := len(pt.free); n > 0 {
+		f := pt.free[n-1]
+		pt.free[n-1] = nil
+		pt.free = pt.free[:n-1]
+		return f
+	}
+	return inflightPool.Get().(*inflight)
+}
+
+// trackLocked numbers f when it has an outcome to report and, when it is
+// accepted, tracks it. It first trims reported messages from the front of
+// track, keeping the pooled ones for reuse. Called with mu held.
+func (pt *partition) trackLocked(f *inflight) {
 	if f.cb != nil {
 		pt.seq++
 		f.seq = pt.seq
 	}
-	if f.accepted {
-		for pt.head < len(pt.track) && pt.track[pt.head].state.Load() != 0 {
-			pt.track[pt.head] = nil
-			pt.head++
-		}
-		if pt.head == len(pt.track) {
-			pt.track, pt.head = pt.track[:0], 0
-		} else if pt.head > 1024 && pt.head > len(pt.track)/2 {
-			n := copy(pt.track, pt.track[pt.head:])
-			clear(pt.track[n:])
-			pt.track, pt.head = pt.track[:n], 0
-		}
-		pt.track = append(pt.track, f)
+	if !f.accepted {
+		return
 	}
+	upTo := pt.reported.Load()
+	for pt.head < len(pt.track) && pt.track[pt.head].isReported(upTo) {
+		if t := pt.track[pt.head]; t.pooled {
+			t.reset()
+			if len(pt.free) < maxFree {
+				pt.free = append(pt.free, t)
+			} else {
+				inflightPool.Put(t)
+			}
+		}
+		pt.track[pt.head] = nil
+		pt.head++
+	}
+	if pt.head == len(pt.track) {
+		pt.track, pt.head = pt.track[:0], 0
+	} else if pt.head > 1024 && pt.head > len(pt.track)/2 {
+		n := copy(pt.track, pt.track[pt.head:])
+		clear(pt.track[n:])
+		pt.track, pt.head = pt.track[:n], 0
+	}
+	pt.track = append(pt.track, f)
+}
+
+// isReported reports whether f has been reported, given its partition's
+// watermark upTo.
+func (f *inflight) isReported(upTo uint64) bool {
+	return (f.seq != 0 && f.seq <= upTo) || f.state.Load() == reported
+}
+
+// number numbers a refused f (which is not tracked).
+func (pt *partition) number(f *inflight) {
+	pt.mu.Lock()
+	pt.trackLocked(f)
+	pt.mu.Unlock()
+}
+
+// close refuses every later hand-over; it waits for one in progress.
+func (pt *partition) close() {
+	pt.mu.Lock()
+	pt.closed = true
 	pt.mu.Unlock()
 }
 
@@ -108,13 +215,15 @@ func (pt *partition) lastSeq() uint64 {
 	return pt.seq
 }
 
-// pending returns the tracked messages that have no outcome yet.
-func (pt *partition) pending() []*inflight {
+// unfinished returns the tracked messages that have no outcome yet. Once
+// the partition is closed nothing trims track, so they stay valid (not
+// reused) for the caller.
+func (pt *partition) unfinished() []*inflight {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	var out []*inflight
 	for _, f := range pt.track[pt.head:] {
-		if f.state.Load() == 0 {
+		if f.state.Load() == pending {
 			out = append(out, f)
 		}
 	}

@@ -22,8 +22,8 @@ const straggleDelay = time.Millisecond
 // it reached a writer, from Close. The dispatcher reports each partition's
 // outcomes in the order the messages were handed over (their seq), holding
 // any that come early; so a key's callbacks run in call order, failures
-// before acceptance included. push never blocks for longer than a mutex
-// hold.
+// before acceptance included. push never blocks: it is one
+// compare-and-swap onto a stack that the dispatcher takes whole.
 //
 // pulsar-client-go reports a batch's acks one after the other on one
 // goroutine, doing a few hundred nanoseconds of its own work between them;
@@ -93,8 +93,8 @@ func (d *dispatcher) wake() {
 }
 
 // push queues f for its callback, waking the callback goroutine now when
-// last is true, else within straggleDelay. After close, push reports f
-// inline: by then every outcome queued before has been reported.
+// last is true, else within straggleDelay. After the dispatcher stopped,
+// push reports f inline.
 func (d *dispatcher) push(f *inflight, last bool) {
 	d.mu.Lock()
 	if d.stopped {
@@ -117,9 +117,26 @@ func (d *dispatcher) push(f *inflight, last bool) {
 	}
 }
 
+// take returns what was pushed, oldest first, and leaves spare as the
+// queue.
+func (d *dispatcher) take(spare []*inflight, stopping bool) []*inflight {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	batch := d.queue
+	d.queue = spare[:0]
+	if d.armed {
+		d.armed = false
+		d.straggle.Stop()
+	}
+	if stopping {
+		d.stopped = true
+	}
+	return batch
+}
+
 func (d *dispatcher) run() {
 	defer close(d.done)
-	var spare []*inflight
+	var batch, spare []*inflight
 	for {
 		stopping := false
 		select {
@@ -127,17 +144,7 @@ func (d *dispatcher) run() {
 		case <-d.stop:
 			stopping = true
 		}
-		d.mu.Lock()
-		batch := d.queue
-		d.queue = spare[:0]
-		if d.armed {
-			d.armed = false
-			d.straggle.Stop()
-		}
-		if stopping {
-			d.stopped = true
-		}
-		d.mu.Unlock()
+		batch = d.take(spare, stopping)
 
 		var msgs, bytes int64
 		d.inside.Store(true)
@@ -175,6 +182,11 @@ func (d *dispatcher) run() {
 			}
 		}
 		d.inside.Store(false)
+		for _, pt := range d.c.parts {
+			if w := pt.next - 1; w != pt.reported.Load() {
+				pt.reported.Store(w)
+			}
+		}
 		if msgs > 0 {
 			d.c.budget.release(msgs, bytes)
 		}
@@ -186,20 +198,25 @@ func (d *dispatcher) run() {
 	}
 }
 
-// report runs f's callback and counts what it held of the budget.
+// report runs f's callback and counts what it held of the budget. f is
+// reported in its partition's order unless the dispatcher is stopping.
 func (d *dispatcher) report(f *inflight, msgs, bytes *int64) {
-	d.c.report(f)
 	if f.accepted {
 		*msgs++
 		*bytes += f.cost
 	}
+	inOrder := f.seq == f.part.next
+	d.c.report(f)
+	f.done(inOrder)
 }
 
 // deliver reports f at once, after the callback goroutine has stopped.
 func (d *dispatcher) deliver(f *inflight) {
+	accepted, n := f.accepted, f.cost
 	d.c.report(f)
-	if f.accepted {
-		d.c.budget.release(1, f.cost)
+	f.done(false)
+	if accepted {
+		d.c.budget.release(1, n)
 	}
 }
 

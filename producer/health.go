@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// health is one cluster's up/down state. The completion path bumps acks;
-// the monitor goroutine reads it and flips the state; senders read down.
+// health is one cluster's up/down state. The completion path counts
+// outcomes; the monitor goroutine reads them and flips the state; senders
+// read down.
 //
 // Senders write handed and read down on every message, and the goroutine
-// pulsar-client-go reports on writes completed and acks on every outcome:
+// pulsar-client-go reports on writes acked or failed at every outcome:
 // the two groups sit on separate cache lines so that the two sides do not
 // take the line from each other at every message.
 type health struct {
@@ -20,9 +21,13 @@ type health struct {
 	probeOK atomic.Int64  // unix nanos at which the last successful probe started
 	_       [64]byte
 
-	acks      atomic.Uint64 // successful acknowledgements, ever
-	completed atomic.Uint64 // of those handed, the ones with an outcome
-	_         [64]byte
+	// The goroutines that complete messages count each outcome with one
+	// atomic add. acks counts a transaction's acknowledged messages,
+	// which are not handed over.
+	acked  atomic.Uint64 // of those handed, the acknowledged ones
+	failed atomic.Uint64 // of those handed, the failed ones
+	acks   atomic.Uint64 // acknowledged transactional messages, ever
+	_      [64]byte
 
 	mu        sync.Mutex    // guards the fields below
 	upCh      chan struct{} // closed while up; replaced when the cluster goes down
@@ -89,9 +94,11 @@ func (p *Producer) monitor(stop <-chan struct{}, done chan<- struct{}) {
 // every probeEvery.
 func (p *Producer) check(c *cluster, now time.Time) {
 	h := c.health
-	acks := h.acks.Load()
-	done := h.completed.Load()
-	held := int64(h.handed.Load() - done)
+	// Outcomes first, handed last: a message counted in an outcome was
+	// counted in handed before, so held is never below zero.
+	acked, failed := h.acked.Load(), h.failed.Load()
+	acks := acked + h.acks.Load()
+	held := int64(h.handed.Load() - acked - failed)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	moved := acks != h.lastAcks

@@ -60,7 +60,9 @@ type Event struct {
 // cluster's callback goroutine (before the message's callback, or Send's
 // return) or, for SendAsync without a callback, on the goroutine
 // pulsar-client-go reports on (or the caller's, for a message refused
-// before hand-over).
+// before hand-over, or one pulsar-client-go fails while it takes it, while
+// the Producer holds the partition's lock): so neither may call the
+// Producer.
 //
 // OnStart may return properties to send instead of the message's own
 // (ev.Properties), e.g. a copy with trace context added; it must not modify
@@ -88,22 +90,30 @@ type Observer interface {
 // to every message.
 var eventPool = sync.Pool{New: func() any { return new(Event) }}
 
-// observe starts an Event for msg when there is an observer; it returns the
-// Event (nil when not observed) and the properties to send.
-func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition, msg *Message, n int64) (*Event, map[string]string) {
-	if c.obs == nil {
-		return nil, msg.Properties
-	}
+// observe fills ev, an Event from eventPool or a pooled inflight's own,
+// for msg and tells the observer; it returns the properties to send.
+func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition, msg *Message, n int64, ev *Event) map[string]string {
 	// Field by field: the Event is zero (see end), and copying a whole
 	// Event literal into it took a typed memmove with write barriers over
 	// every field, the most costly line of observing.
-	ev := eventPool.Get().(*Event)
 	ev.Op, ev.Topic, ev.Cluster, ev.Partition, ev.ServiceURL = op, p.cfg.topic, c.name, pt.idx, c.url
 	ev.Key, ev.Properties, ev.Bytes, ev.Start = msg.Key, msg.Properties, n, time.Now()
 	if props := c.obs.OnStart(ctx, ev); props != nil {
-		return ev, props
+		return props
 	}
-	return ev, msg.Properties
+	return msg.Properties
+}
+
+// eventFor returns the Event of an observed message: a pooled inflight's
+// own, or one from eventPool.
+func eventFor(f *inflight) *Event {
+	if !f.pooled {
+		return eventPool.Get().(*Event)
+	}
+	if f.event == nil {
+		f.event = new(Event)
+	}
+	return f.event
 }
 
 // end tells the observer ev's outcome and recycles ev.

@@ -61,6 +61,14 @@ const (
 	DefaultSendTimeout        = 30 * time.Second
 )
 
+// MaxPendingLimit and MemoryLimitMax are the largest MaxPendingMessages and
+// MemoryLimit (8 Mi messages, 256 GiB): a cluster's share of both is counted
+// in one 64-bit word.
+const (
+	MaxPendingLimit = 1 << 23
+	MemoryLimitMax  = 1 << 38
+)
+
 // cfg is the validated configuration of a Producer.
 type cfg struct {
 	topic            string
@@ -122,10 +130,10 @@ func (c *cfg) validate() error {
 		return badOption("Linger", c.linger, "must be > 0")
 	case c.codec < LZ4 || c.codec > ZSTD:
 		return badOption("Compression", c.codec, "unknown codec")
-	case c.maxPending < 1:
-		return badOption("MaxPendingMessages", c.maxPending, "must be >= 1")
-	case c.memoryLimit < 1:
-		return badOption("MemoryLimit", c.memoryLimit, "must be >= 1")
+	case c.maxPending < 1 || c.maxPending > MaxPendingLimit:
+		return badOption("MaxPendingMessages", c.maxPending, "must be >= 1 and <= MaxPendingLimit")
+	case c.memoryLimit < 1 || c.memoryLimit > MemoryLimitMax:
+		return badOption("MemoryLimit", c.memoryLimit, "must be >= 1 and <= MemoryLimitMax")
 	case c.sendTimeout <= 0:
 		return badOption("SendTimeout", c.sendTimeout, "must be > 0")
 	case c.downPolicy > Spill:
@@ -267,12 +275,13 @@ func validName(s string) bool {
 }
 
 // MaxPendingMessages bounds the messages accepted but not yet reported,
-// across all clusters (default 50,000). Each cluster gets a share by weight.
+// across all clusters (default 50,000, at most MaxPendingLimit). Each
+// cluster gets a share by weight.
 func MaxPendingMessages(n int) Opt { return optFunc(func(c *cfg) { c.maxPending = n }) }
 
 // MemoryLimit bounds the bytes (keys, values and properties) of messages
-// accepted but not yet reported, across all clusters (default 256 MiB). Each
-// cluster gets a share by weight.
+// accepted but not yet reported, across all clusters (default 256 MiB, at
+// most MemoryLimitMax). Each cluster gets a share by weight.
 func MemoryLimit(bytes int64) Opt { return optFunc(func(c *cfg) { c.memoryLimit = bytes }) }
 
 // SendTimeout bounds the time from accepting a message to its broker

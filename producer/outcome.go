@@ -53,13 +53,14 @@ func (c *cluster) ack(id pulsar.MessageID, pm *pulsar.ProducerMessage, err error
 // calls are ignored) and passes it on. It runs on whatever goroutine
 // pulsar-client-go reports on, or on Close's for messages it sweeps.
 func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
-	if !f.state.CompareAndSwap(0, 1) {
+	if !f.state.CompareAndSwap(pending, completed) {
 		return
 	}
 	f.id, f.err = id, err
-	c.health.completed.Add(1)
-	if err == nil {
-		c.health.acks.Add(1)
+	if err != nil {
+		c.health.failed.Add(1)
+	} else {
+		c.health.acked.Add(1)
 	}
 	c.finish(f, endsBurst(id, err))
 }
@@ -69,8 +70,8 @@ func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
 // so the outcome is reported after those of the key's earlier messages.
 func (c *cluster) refuse(f *inflight, err error) {
 	f.err = err
-	f.state.Store(1)
-	f.part.enqueue(f)
+	f.state.Store(completed)
+	f.part.number(f)
 	c.finish(f, true)
 }
 
@@ -87,6 +88,7 @@ func (c *cluster) finish(f *inflight, last bool) {
 	if f.accepted {
 		c.budget.release(1, f.cost)
 	}
+	f.done(false)
 }
 
 // sweep completes every message of the cluster still pending with err. Close
@@ -96,8 +98,8 @@ func (c *cluster) finish(f *inflight, last bool) {
 func (c *cluster) sweep(err error) int {
 	n := 0
 	for _, pt := range c.parts {
-		for _, f := range pt.pending() {
-			if f.state.Load() == 0 {
+		for _, f := range pt.unfinished() {
+			if f.state.Load() == pending {
 				n++
 			}
 			c.complete(f, nil, err)
@@ -117,7 +119,12 @@ func (c *cluster) outcome(f *inflight) (ID, error) {
 	}
 	if f.ev != nil {
 		f.ev.ID, f.ev.Err = id, err
-		c.end(f.ev)
+		if f.ev == f.event {
+			c.obs.OnDone(f.ev)
+			*f.ev = Event{}
+		} else {
+			c.end(f.ev)
+		}
 		f.ev = nil
 	}
 	return id, err

@@ -23,17 +23,21 @@ type Producer struct {
 
 	keyless atomic.Uint64 // keyless messages handed over
 
-	// Close protocol: every call that touches the writers counts itself in
-	// active and then checks closed; Close sets closed, cancels closing
-	// (which wakes callers waiting for buffer space, for a down cluster or
-	// for a Send's flush) and waits for active to drain before it touches
-	// the writers. A hand-over is short once closing is cancelled, and
-	// pulsar-client-go v0.21.0 may panic on a SendAsync racing its
-	// producer's Close, so Close always waits for hand-overs; it stops
-	// waiting for transaction commits (also counted) when its ctx ends.
-	active    atomic.Int64
-	handing   atomic.Int64  // of active, the hand-overs (not commits)
-	idle      chan struct{} // capacity 1: active may have reached 0
+	// Close protocol: pulsar-client-go v0.21.0 may panic on a SendAsync
+	// racing its producer's Close, so Close closes no writer while a call
+	// uses it. Send and SendAsync hand a message to its writer holding the
+	// partition's lock, and check there that the partition is open. Other
+	// calls that touch the writers (Flush, Send's flush, a transaction's
+	// sends) count themselves in handing, a transaction commit in active,
+	// and then check closed. Close sets closed, cancels closing (which
+	// wakes callers waiting for buffer space, for a down cluster or for a
+	// Send's flush), waits for the counts to drain and closes every
+	// partition under its lock before it touches the writers. Calls are
+	// short once closing is cancelled, so Close always waits for them; it
+	// stops waiting for transaction commits when its ctx ends.
+	active    atomic.Int64  // transaction commits
+	handing   atomic.Int64  // other calls that touch the writers
+	idle      chan struct{} // capacity 1: active or handing may have reached 0
 	closed    atomic.Bool
 	closing   context.Context
 	stopAll   context.CancelFunc // cancels closing
@@ -210,7 +214,7 @@ func (p *Producer) Partitions() []int {
 // false (and counts nothing) once the Producer is closing.
 func (p *Producer) enter() bool {
 	p.handing.Add(1)
-	if !p.enterLong() {
+	if p.closed.Load() {
 		// Close may be waiting for this count to drop: tell it.
 		if p.handing.Add(-1) == 0 {
 			p.signalIdle()
@@ -221,9 +225,7 @@ func (p *Producer) enter() bool {
 }
 
 func (p *Producer) leave() {
-	n := p.handing.Add(-1)
-	p.leaveLong()
-	if n == 0 && p.closed.Load() {
+	if p.handing.Add(-1) == 0 && p.closed.Load() {
 		p.signalIdle()
 	}
 }
@@ -290,6 +292,11 @@ func (p *Producer) close(ctx context.Context) error {
 	// whatever ctx says (see the Close protocol).
 	for p.handing.Load() != 0 {
 		<-p.idle
+	}
+	for _, c := range p.clusters {
+		for _, pt := range c.parts {
+			pt.close()
+		}
 	}
 	flushErr := p.flushWriters(ctx)
 	var wg sync.WaitGroup

@@ -38,20 +38,20 @@ func check(m *Message) error {
 	return nil
 }
 
-// hand routes msg, takes its budget and hands it to its partition's writer,
-// as f (whose cb is set). A message that fails before the writer has it is
-// refused: it gets its outcome through the same ordered path, after the
-// outcomes of the messages of its partition handed over before it. hand
-// returns the refusal error (nil when the writer has the message).
-func (p *Producer) hand(ctx context.Context, op Op, msg *Message, f *inflight) error {
-	entered := p.enter()
+// hand routes msg, takes its budget and hands it to its partition's writer
+// with cb. f is Send's own inflight, or nil for a pooled one. A message
+// that fails before the writer has it is refused: it gets its outcome
+// through the same ordered path, after the outcomes of the messages of its
+// partition handed over before it. hand returns the refusal error (nil
+// when the writer has the message) and the partition it went to.
+func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback, f *inflight) (*partition, error) {
 	var (
 		c   *cluster
 		pt  *partition
 		err error
 	)
 	switch {
-	case !entered:
+	case p.closed.Load():
 		c, pt = p.route(msg.Key)
 		err = ErrClosed
 	default:
@@ -62,29 +62,45 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, f *inflight) e
 		}
 	}
 	n := cost(msg)
-	f.ctx, f.msg, f.part, f.cost = ctx, msg, pt, n
-	var props map[string]string
-	f.ev, props = p.observe(ctx, op, c, pt, msg, n)
+	props := msg.Properties
+	var ev *Event
+	if c.obs != nil {
+		// The Event comes with the inflight, which must be known now.
+		if f == nil {
+			f = pt.take()
+		}
+		ev = eventFor(f)
+		props = p.observe(ctx, op, c, pt, msg, n, ev)
+	}
 	if err == nil {
 		err = c.budget.acquire(ctx, n, p.done, p.cfg.blockWhenFull, p.onCallbackGoroutine)
 	}
-	if err != nil {
-		if entered {
-			p.leave()
+	if err == nil {
+		pt.mu.Lock()
+		if !pt.closed {
+			if f == nil {
+				f = pt.takeLocked()
+			}
+			f.ctx, f.msg, f.cb, f.part, f.cost, f.ev, f.accepted = ctx, msg, cb, pt, n, ev, true
+			toPulsar(&f.pm, msg, props)
+			pt.trackLocked(f)
+			c.health.handed.Add(1)
+			// f may be reported and reused once the writer has it: it is
+			// not touched again.
+			pt.w.SendAsync(ctx, &f.pm, c.onAck)
+			pt.mu.Unlock()
+			return pt, nil
 		}
-		c.refuse(f, err)
-		return err
+		pt.mu.Unlock()
+		c.budget.release(1, n)
+		err = ErrClosed
 	}
-	f.accepted = true
-	toPulsar(&f.pm, msg, props)
-	pt.enqueue(f)
-	c.health.handed.Add(1)
-	pt.w.SendAsync(ctx, &f.pm, c.onAck)
-	if op == OpSend && p.cfg.batching {
-		p.flushFor(ctx, pt)
+	if f == nil {
+		f = inflightPool.Get().(*inflight)
 	}
-	p.leave()
-	return nil
+	f.ctx, f.msg, f.cb, f.part, f.cost, f.ev = ctx, msg, cb, pt, n, ev
+	c.refuse(f, err)
+	return pt, err
 }
 
 // flushFor sends pt's current batch, so that Send does not wait for
@@ -135,13 +151,18 @@ func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
 		err  error
 		done = make(chan struct{})
 	)
-	f := &inflight{cb: func(i ID, _ *Message, e error) {
+	f := &inflight{}
+	pt, herr := p.hand(ctx, OpSend, msg, func(i ID, _ *Message, e error) {
 		id, err = i, e
 		close(done)
-	}}
-	if p.hand(ctx, OpSend, msg, f) != nil {
+	}, f)
+	if herr != nil {
 		<-done // in its turn; bounded by the earlier messages' own outcomes
 		return id, err
+	}
+	if p.cfg.batching && p.enter() {
+		p.flushFor(ctx, pt)
+		p.leave()
 	}
 	select {
 	case <-done:
@@ -153,7 +174,7 @@ func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
 		return id, err
 	default:
 	}
-	return ID{}, &SendError{Key: msg.Key, Cluster: f.part.c.name, Partition: f.part.idx, Cause: ctx.Err()}
+	return ID{}, &SendError{Key: msg.Key, Cluster: pt.c.name, Partition: pt.idx, Cause: ctx.Err()}
 }
 
 // SendAsync hands msg to its partition's writer, which batches it, and
@@ -180,9 +201,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 		}
 		return
 	}
-	f := new(inflight)
-	f.cb = cb
-	_ = p.hand(ctx, OpSendAsync, msg, f)
+	_, _ = p.hand(ctx, OpSendAsync, msg, cb, nil)
 }
 
 // Flush writes every batch and waits until every message handed over before

@@ -15,7 +15,8 @@ func (p *Producer) observeTxn(ctx context.Context, msgs []stagedMsg) {
 		if m.c.obs == nil {
 			return
 		}
-		m.ev, m.props = p.observe(ctx, OpSendTxn, m.c, m.pt, m.msg, m.n)
+		m.ev = eventPool.Get().(*Event)
+		m.props = p.observe(ctx, OpSendTxn, m.c, m.pt, m.msg, m.n, m.ev)
 	}
 }
 
