@@ -421,6 +421,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 	for _, o := range []producer.Opt{
 		producer.BatchMaxMessages(0), producer.BatchMaxBytes(-1), producer.Linger(0),
 		producer.MaxPendingMessages(0), producer.MemoryLimit(0), producer.SendTimeout(-time.Second),
+		producer.MaxPendingMessages(producer.MaxPendingLimit + 1), producer.MemoryLimit(producer.MemoryLimitMax + 1),
 		producer.Compression(producer.Codec(42)),
 	} {
 		_, err := producer.New(ctx, topo(2), producer.Topic("t"), fake.Opt(), o)
