@@ -2,7 +2,10 @@ package producer_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -22,30 +25,41 @@ func benchFake() *producertest.Clusters {
 	return producertest.New(producertest.Partitions(5), producertest.AsyncAcks(1000), producertest.KeepMessages(false))
 }
 
+// rounds is how many times BenchmarkSendAsyncOverhead runs every side.
+var rounds = flag.Int("rounds", 5, "interleaved rounds of BenchmarkSendAsyncOverhead")
+
+// BenchmarkSendAsyncOverhead measures the process CPU per message of
+// SendAsync over benchFake against the same load handed straight to one
+// fake writer (raw-fake, the floor), in -rounds interleaved rounds (each
+// round starts one side later); the last sub-benchmark reports the medians
+// and what each side adds over raw-fake. CPU time, not ns/op: on two cores
+// ns/op would hide work moved to another goroutine. Use -benchtime Nx
+// (e.g. 1000000x) so that every round sends as many messages:
+//
+//	go test -run '^$' -bench SendAsyncOverhead -benchtime 1000000x ./producer/
 func BenchmarkSendAsyncOverhead(b *testing.B) {
 	keys := make([]string, 10_000)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("key-%08d", i)
 	}
 	value := make([]byte, 128)
+	type side struct {
+		name string
+		run  func(b *testing.B)
+	}
 	// The same load straight into one fake writer: the floor that the SDK's
 	// figures are compared with.
-	b.Run("raw-fake", func(b *testing.B) {
+	sides := []side{{"raw-fake", func(b *testing.B) {
 		w := rawWriter(b, benchFake())
 		var wg sync.WaitGroup
 		wg.Add(b.N)
 		cb := func(pulsar.MessageID, *pulsar.ProducerMessage, error) { wg.Done() }
-		b.ReportAllocs()
-		cpu0 := cpuTime()
-		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			w.SendAsync(context.Background(), &pulsar.ProducerMessage{Key: keys[i%len(keys)], Payload: value}, cb)
 		}
 		_ = w.FlushWithCtx(context.Background())
 		wg.Wait()
-		b.StopTimer()
-		reportCPU(b, cpu0)
-	})
+	}}}
 	for _, bc := range []struct {
 		clusters int
 		observed bool
@@ -65,34 +79,78 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 			// still waits for every ack.
 			name += "/nocb"
 		}
-		b.Run(name, func(b *testing.B) {
+		sides = append(sides, side{name, func(b *testing.B) {
 			p, err := producer.New(context.Background(), topo(bc.clusters), opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
+			defer p.Close(context.Background())
 			var wg sync.WaitGroup
 			wg.Add(b.N)
 			cb := func(producer.ID, *producer.Message, error) { wg.Done() }
-			b.ReportAllocs()
-			cpu0 := cpuTime()
-			b.ResetTimer()
+			if bc.noCb {
+				cb = nil
+			}
 			for i := 0; i < b.N; i++ {
-				if bc.noCb {
-					p.SendAsync(context.Background(), &producer.Message{Key: keys[i%len(keys)], Value: value}, nil)
-					wg.Done()
-					continue
-				}
 				p.SendAsync(context.Background(), &producer.Message{Key: keys[i%len(keys)], Value: value}, cb)
+				if cb == nil {
+					wg.Done()
+				}
 			}
 			if err := p.Flush(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 			wg.Wait()
-			b.StopTimer()
-			reportCPU(b, cpu0)
-			_ = p.Close(context.Background())
-		})
+		}})
 	}
+	cpu := map[string][]float64{}
+	for round := range *rounds {
+		for i := range sides {
+			sd := sides[(i+round)%len(sides)]
+			var last float64 // of the run with the final b.N
+			b.Run(fmt.Sprintf("%s/round=%d", sd.name, round+1), func(b *testing.B) {
+				b.ReportAllocs()
+				runtime.GC()
+				cpu0 := cpuTime()
+				b.ResetTimer()
+				sd.run(b)
+				b.StopTimer()
+				last = float64(cpuTime()-cpu0) / float64(b.N)
+				b.ReportMetric(last, "cpu-ns/op")
+			})
+			cpu[sd.name] = append(cpu[sd.name], last)
+		}
+	}
+	// Differences are taken within each round, then their median.
+	added := func(name, base string) float64 {
+		d := make([]float64, len(cpu[name]))
+		for i := range d {
+			d[i] = cpu[name][i] - cpu[base][i]
+		}
+		return median(d)
+	}
+	metrics := map[string]float64{"observer-added-cpu-ns/op": added("clusters=1/observed", "clusters=1")}
+	for _, sd := range sides[1:] {
+		metrics[sd.name+"-added-cpu-ns/op"] = added(sd.name, "raw-fake")
+	}
+	metrics["raw-fake-cpu-ns/op"] = median(slices.Clone(cpu["raw-fake"]))
+	b.Run("median", func(b *testing.B) {
+		for unit, v := range metrics {
+			b.ReportMetric(v, unit)
+		}
+	})
+}
+
+// median returns the median of xs (which it sorts).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	if n := len(xs); n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return xs[len(xs)/2]
 }
 
 // cpuTime is the CPU time the process has used, user and system.
@@ -100,12 +158,6 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the CPU time used since cpu0 per op: on two cores,
-// ns/op alone would hide work moved to another goroutine.
-func reportCPU(b *testing.B, cpu0 time.Duration) {
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 type nopObserver struct{}

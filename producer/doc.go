@@ -132,7 +132,7 @@ package producer
 //	send.go       Send, SendAsync and the hand-over to the partition's writer; Flush
 //	write.go      the writer interface and the pulsar-client-go connector
 //	hook.go       the connector for package producertest's fakes (internal/hook)
-//	cluster.go    a cluster, its partitions and a message in flight (inflight)
+//	cluster.go    a cluster, its partitions, a message in flight (inflight) and its reuse
 //	outcome.go    fixing a message's outcome: acks, refusals, Close's sweep, errors
 //	dispatch.go   the callback goroutine: outcomes in hand-over order, Flush barriers
 //	observer.go   Observer, Event and observing a message

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -20,6 +21,7 @@ import (
 	"github.com/keyroute/keyroute/internal/admin"
 	"github.com/keyroute/keyroute/internal/testbed"
 	"github.com/keyroute/keyroute/producer"
+	"github.com/keyroute/keyroute/router"
 )
 
 const (
@@ -27,15 +29,26 @@ const (
 	keyCount     = 10_000
 	payloadSize  = 128
 	maxPending   = 10_000 // per partition, as in the raw baseline
-	warmupPeriod = 20 * time.Second
 )
 
 // rounds is how many times every side runs.
 var rounds = flag.Int("rounds", 4, "rounds of raw and SDK; each round runs every side once")
 
+// clusters is how many clusters the producer benchmarks use. With more
+// than one, the raw side is one plain pulsar-client-go client and producer
+// per cluster, each key sent to the cluster keyroute would route it to
+// (looked up in a table made before the run, so the raw side pays nothing
+// for routing).
+var clusters = flag.Int("clusters", 1, "clusters for BenchmarkAsync and BenchmarkSync")
+
+// warmFor is how long the brokers are loaded before the first figure; 0
+// for a CPU profile of one side alone (-bench 'Async/sdk$').
+var warmFor = flag.Duration("warm", 20*time.Second, "load on the brokers before BenchmarkAsync and BenchmarkSync")
+
 var (
 	bed     *testbed.Bed
 	keys    []string
+	keyHome []int    // by key index: the cluster keyroute routes it to
 	values  [][]byte // distinct random payloads: LZ4 must not flatter either side
 	topicNo int
 )
@@ -50,15 +63,25 @@ func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	var err error
 	// The raw baseline in shared/PULSAR.md used G1 with a 512m heap.
-	bed, err = testbed.Start(ctx, testbed.Options{Clusters: 1, JVMArgs: []string{"-XX:+UseG1GC", "-Xms512m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m"}})
+	bed, err = testbed.Start(ctx, testbed.Options{Clusters: *clusters, JVMArgs: []string{"-XX:+UseG1GC", "-Xms512m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m"}})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: test bed:", err)
 		os.Exit(1)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
+	var members []router.Member
+	for _, cl := range bed.Topology().Clusters {
+		members = append(members, router.Member{Name: cl.Name, Weight: cl.Weight})
+	}
+	rt, err := router.New(members)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: router:", err)
+		os.Exit(1)
+	}
 	for i := range keyCount {
 		keys = append(keys, fmt.Sprintf("key-%08d", i))
+		keyHome = append(keyHome, rt.Cluster(router.Hash(keys[i])))
 	}
 	for range 1024 {
 		v := make([]byte, payloadSize)
@@ -76,9 +99,10 @@ func newTopic(b *testing.B) string {
 	b.Helper()
 	topicNo++
 	topic := fmt.Sprintf("persistent://public/default/bench-%d-%d", time.Now().UnixNano(), topicNo)
-	c := bed.Clusters()[0]
-	if err := admin.CreatePartitionedTopic(context.Background(), c.AdminURL, topic, partitions); err != nil {
-		b.Fatal(err)
+	for _, c := range bed.Clusters() {
+		if err := admin.CreatePartitionedTopic(context.Background(), c.AdminURL, topic, partitions); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return topic
 }
@@ -91,45 +115,68 @@ type sender interface {
 	close()
 }
 
+// rawSender is plain pulsar-client-go: a client and a producer per
+// cluster, with its defaults but for the settings both sides share.
 type rawSender struct {
-	client pulsar.Client
-	p      pulsar.Producer
+	clients []pulsar.Client
+	ps      []pulsar.Producer
 }
 
 func newRaw(b *testing.B, topic string, batching bool) *rawSender {
-	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: bed.Clusters()[0].ServiceURL, Logger: plog.DefaultNopLogger()})
-	if err != nil {
-		b.Fatal(err)
+	r := &rawSender{}
+	for _, c := range bed.Clusters() {
+		client, err := pulsar.NewClient(pulsar.ClientOptions{URL: c.ServiceURL, Logger: plog.DefaultNopLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := client.CreateProducer(pulsar.ProducerOptions{
+			Topic: topic, CompressionType: pulsar.LZ4, MaxPendingMessages: maxPending,
+			DisableBatching: !batching, BatchingMaxMessages: 1000, BatchingMaxPublishDelay: 10 * time.Millisecond,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.clients, r.ps = append(r.clients, client), append(r.ps, p)
 	}
-	p, err := client.CreateProducer(pulsar.ProducerOptions{
-		Topic: topic, CompressionType: pulsar.LZ4, MaxPendingMessages: maxPending,
-		DisableBatching: !batching, BatchingMaxMessages: 1000, BatchingMaxPublishDelay: 10 * time.Millisecond,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return &rawSender{client: client, p: p}
+	return r
 }
 
 func (r *rawSender) sendAsync(i int, done func(error)) {
-	r.p.SendAsync(context.Background(), &pulsar.ProducerMessage{Key: keys[i%keyCount], Payload: values[i%len(values)]},
+	k := i % keyCount
+	r.ps[keyHome[k]].SendAsync(context.Background(), &pulsar.ProducerMessage{Key: keys[k], Payload: values[i%len(values)]},
 		func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { done(err) })
 }
 
 func (r *rawSender) send(i int) error {
-	_, err := r.p.Send(context.Background(), &pulsar.ProducerMessage{Key: keys[i%keyCount], Payload: values[i%len(values)]})
+	k := i % keyCount
+	_, err := r.ps[keyHome[k]].Send(context.Background(), &pulsar.ProducerMessage{Key: keys[k], Payload: values[i%len(values)]})
 	return err
 }
 
-func (r *rawSender) flush() error { return r.p.FlushWithCtx(context.Background()) }
-func (r *rawSender) close()       { r.p.Close(); r.client.Close() }
+func (r *rawSender) flush() error {
+	var errs []error
+	for _, p := range r.ps {
+		errs = append(errs, p.FlushWithCtx(context.Background()))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *rawSender) close() {
+	for i, p := range r.ps {
+		p.Close()
+		r.clients[i].Close()
+	}
+}
 
 type sdkSender struct{ p *producer.Producer }
 
 func newSDK(b *testing.B, topic string, batching bool) *sdkSender {
+	// The raw side's limits, on every cluster: 10,000 messages per
+	// partition and pulsar-client-go's default 64 MiB per client.
+	n := len(bed.Clusters())
 	p, err := producer.New(context.Background(), bed.Topology(), producer.Topic(topic),
 		producer.Batching(batching), producer.Compression(producer.LZ4),
-		producer.MaxPendingMessages(maxPending*partitions), producer.MemoryLimit(64<<20))
+		producer.MaxPendingMessages(maxPending*partitions*n), producer.MemoryLimit(int64(n)*64<<20))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -196,7 +243,7 @@ func warm(b *testing.B) {
 		s := newRaw(b, newTopic(b), true)
 		defer s.close()
 		var wg sync.WaitGroup
-		for i, end := 0, time.Now().Add(warmupPeriod); time.Now().Before(end); i++ {
+		for i, end := 0, time.Now().Add(*warmFor); time.Now().Before(end); i++ {
 			wg.Add(1)
 			s.sendAsync(i, func(error) { wg.Done() })
 		}
@@ -204,13 +251,16 @@ func warm(b *testing.B) {
 	})
 }
 
-// BenchmarkAsync: batched LZ4 throughput, raw vs SDK, -rounds rounds each,
-// in rotating order (see inRound). Use -benchtime Nx (e.g. 300000x) for
-// comparable rounds.
+// BenchmarkAsync: batched LZ4 throughput and process CPU per message, raw
+// vs SDK on -clusters clusters, -rounds rounds each, in rotating order (see
+// inRound); the last sub-benchmark reports the medians and their ratios.
+// Use -benchtime Nx (e.g. 300000x) for comparable rounds.
 func BenchmarkAsync(b *testing.B) {
 	warm(b)
+	cpuPerMsg, rate := map[string][]float64{}, map[string][]float64{}
 	for round := 1; round <= *rounds; round++ {
 		for _, side := range inRound(round) {
+			var cpuLast, rateLast float64 // of the run with the final b.N
 			b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
 				s := side.open(b, newTopic(b), true)
 				defer s.close()
@@ -237,10 +287,21 @@ func BenchmarkAsync(b *testing.B) {
 				cpu := cpuTime() - cpu0
 				failed.Range(func(k, _ any) bool { b.Fatal(k); return false })
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msg/s")
-				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/msg")
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/msg")
+				cpuLast, rateLast = float64(cpu.Nanoseconds())/float64(b.N), float64(b.N)/b.Elapsed().Seconds()
 			})
+			cpuPerMsg[side.name] = append(cpuPerMsg[side.name], cpuLast)
+			rate[side.name] = append(rate[side.name], rateLast)
 		}
 	}
+	b.Run("median", func(b *testing.B) {
+		raw := median(cpuPerMsg["raw"])
+		b.ReportMetric(raw, "raw-cpu-ns/msg")
+		for _, side := range sides[1:] {
+			b.ReportMetric(median(cpuPerMsg[side.name])/raw, side.name+"/raw-cpu")
+			b.ReportMetric(median(rate[side.name])/median(rate["raw"]), side.name+"/raw-msg/s")
+		}
+	})
 }
 
 // BenchmarkSync: one message at a time, batching off, raw vs SDK: p50/p99.
