@@ -25,10 +25,10 @@ import (
 )
 
 const (
-	partitions   = 5
-	keyCount     = 10_000
-	payloadSize  = 128
-	maxPending   = 10_000 // per partition, as in the raw baseline
+	partitions  = 5
+	keyCount    = 10_000
+	payloadSize = 128
+	maxPending  = 10_000 // per partition, as in the raw baseline
 )
 
 // rounds is how many times every side runs.
