@@ -19,6 +19,7 @@ type cluster struct {
 	health *health
 	disp   *dispatcher
 	link   *link
+	pool   *txnPool // nil without Transactions(true)
 
 	// onAck is the one callback every message of the cluster is handed to
 	// pulsar-client-go with, so that a send allocates no closure per

@@ -1,6 +1,10 @@
 package producer
 
-import "github.com/keyroute/keyroute/producer/internal/hook"
+import (
+	"time"
+
+	"github.com/keyroute/keyroute/producer/internal/hook"
+)
 
 // FakeConnect returns the connect of the fake behind o, an Opt from
 // producertest's Clusters.Opt, for the tests that drive the fake's
@@ -15,4 +19,27 @@ func (p *Producer) Held() (msgs, bytes []int64) {
 		bytes = append(bytes, b)
 	}
 	return msgs, bytes
+}
+
+// AgePool makes the transactions every pool holds look d older, and runs
+// the health monitor's refresh of the pools.
+func (p *Producer) AgePool(d time.Duration) {
+	for _, c := range p.clusters {
+		c.pool.mu.Lock()
+		for i := range c.pool.ready {
+			c.pool.ready[i].begun = c.pool.ready[i].begun.Add(-d)
+		}
+		c.pool.mu.Unlock()
+	}
+	p.refreshPools(time.Now())
+}
+
+// Pooled reports the transactions each cluster's pool holds ready.
+func (p *Producer) Pooled() (n []int) {
+	for _, c := range p.clusters {
+		c.pool.mu.Lock()
+		n = append(n, len(c.pool.ready))
+		c.pool.mu.Unlock()
+	}
+	return n
 }

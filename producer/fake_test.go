@@ -39,10 +39,12 @@ func newProducer(t *testing.T, fake *producertest.Clusters, clusters int, opts .
 	return p
 }
 
-// newTxnProducer is newProducer with transactions on.
+// newTxnProducer is newProducer with transactions on and no transaction
+// begun ahead (TxnPrebegin(0)), so that the fake's events are a commit's
+// alone; opts may turn the pool on.
 func newTxnProducer(t *testing.T, fake *producertest.Clusters, clusters int, opts ...producer.Opt) *producer.Producer {
 	t.Helper()
-	return newProducer(t, fake, clusters, append([]producer.Opt{producer.Transactions(true)}, opts...)...)
+	return newProducer(t, fake, clusters, append([]producer.Opt{producer.Transactions(true), producer.TxnPrebegin(0)}, opts...)...)
 }
 
 // txnKeysOn returns n distinct keys that route to cluster.

@@ -82,6 +82,7 @@ func (p *Producer) monitor(stop <-chan struct{}, done chan<- struct{}) {
 			for _, c := range p.clusters {
 				p.check(c, now)
 			}
+			p.refreshPools(now)
 		}
 	}
 }

@@ -84,6 +84,7 @@ type cfg struct {
 	observer         Observer
 	logger           *slog.Logger
 	transactions     bool
+	txnPrebegin      int
 	downPolicy       DownPolicy
 	downAfter        time.Duration
 	downWait         time.Duration
@@ -115,6 +116,7 @@ func defaultCfg() cfg {
 		downWait:         DefaultDownWait,
 		probeEvery:       DefaultDownProbeInterval,
 		blockWhenFull:    true,
+		txnPrebegin:      DefaultTxnPrebegin,
 	}
 }
 
@@ -136,6 +138,8 @@ func (c *cfg) validate() error {
 		return badOption("MemoryLimit", c.memoryLimit, "must be >= 1 and <= MemoryLimitMax")
 	case c.sendTimeout <= 0:
 		return badOption("SendTimeout", c.sendTimeout, "must be > 0")
+	case c.txnPrebegin < 0 || c.txnPrebegin > MaxTxnPrebegin:
+		return badOption("TxnPrebegin", c.txnPrebegin, "must be >= 0 and <= MaxTxnPrebegin")
 	case c.downPolicy > Spill:
 		return badOption("OnClusterDown", c.downPolicy, "unknown policy")
 	case c.downAfter <= 0:
@@ -300,6 +304,18 @@ func Logger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.logger = l }) 
 // default); the transaction helpers need it.
 func Transactions(on bool) Opt { return optFunc(func(c *cfg) { c.transactions = on }) }
 
+// TxnPrebegin sets how many Pulsar transactions the Producer keeps begun
+// ahead on each cluster that a commit has touched (default
+// DefaultTxnPrebegin; 0: a commit begins its own), so that a commit does not
+// wait for the begin's round trip to the transaction coordinator. Pooled
+// transactions have DefaultTxnTimeout; a commit with another TxnTimeout
+// begins its own, and one that takes a pooled transaction has at least
+// half of DefaultTxnTimeout left. Unused ones are ended with an empty
+// commit (no aborted transaction is left on the broker) before half their
+// timeout has passed, and at Close. Without Transactions(true) it does
+// nothing.
+func TxnPrebegin(n int) Opt { return optFunc(func(c *cfg) { c.txnPrebegin = n }) }
+
 // BlockWhenFull says what Send and SendAsync do when the message's cluster
 // has used up its share of MaxPendingMessages or MemoryLimit: wait for
 // space until their ctx ends (true, the default), or fail at once with
@@ -413,6 +429,11 @@ const (
 	// DefaultTxnRetries is how many times a commit that failed before any
 	// message could have been written is tried again.
 	DefaultTxnRetries = 2
+	// DefaultTxnPrebegin is how many Pulsar transactions are kept begun
+	// ahead per cluster (TxnPrebegin).
+	DefaultTxnPrebegin = 1
+	// MaxTxnPrebegin is the largest TxnPrebegin.
+	MaxTxnPrebegin = 64
 )
 
 // txnCfg is the validated configuration of one transaction (or of the

@@ -157,6 +157,9 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 			cl.parts[j] = &partition{idx: j, c: cl, w: w}
 		}
 		cl.disp = newDispatcher(cl)
+		if c.transactions {
+			cl.pool = &txnPool{size: c.txnPrebegin}
+		}
 		cl.onAck = cl.ack
 		p.log().Info("keyroute: cluster connected", "cluster", cl.name, "topic", c.topic, "partitions", len(cl.parts))
 	}
@@ -305,6 +308,7 @@ func (p *Producer) close(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			closeWriters(c.link.writers)
+			p.drainPool(c)
 			if n := c.sweep(ErrClosed); n > 0 {
 				p.log().Warn("keyroute: messages failed at close", "cluster", c.name, "messages", n)
 			}

@@ -9,7 +9,8 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
-// beginAll begins a Pulsar transaction on every cluster of plan. On failure
+// beginAll begins a Pulsar transaction on every cluster of plan, or takes
+// one the cluster's pool began ahead (then tc.begun is set). On failure
 // it ends those that began (with an empty commit: nothing was written, and
 // an empty commit leaves no aborted transaction behind).
 //
@@ -25,6 +26,10 @@ func (p *Producer) beginAll(ctx context.Context, cfg *txnCfg, plan []*txnCluster
 		wg        sync.WaitGroup
 	)
 	for _, tc := range plan {
+		if t, begun, ok := p.takeTxn(tc.c, cfg); ok {
+			tc.txn, tc.begun = t, begun
+			continue
+		}
 		wg.Add(1)
 		p.goBG(func() {
 			defer wg.Done()

@@ -28,6 +28,7 @@ type txnCluster struct {
 	c     *cluster
 	parts []*txnPart // touched partitions, in first-touch order
 	txn   pulsar.Transaction
+	begun time.Time // when txn was begun, if it came from the pool; else zero
 
 	handed       atomic.Bool // a message was handed to a writer
 	maybeWritten atomic.Bool // a message may have been written (acked, or failed in an unknown state)
@@ -139,6 +140,11 @@ func (p *Producer) attempt(ctx context.Context, cfg *txnCfg, msgs []stagedMsg) (
 	if err := p.beginAll(ctx, cfg, plan, deadline); err != nil {
 		return TxnResult{}, ctx.Err() == nil && !errors.Is(err, ErrClosed), &TxnAbortError{Err: err}
 	}
+	for _, tc := range plan {
+		if !tc.begun.IsZero() {
+			deadline = minTime(deadline, tc.begun.Add(cfg.timeout))
+		}
+	}
 
 	// Phase 2: every send, acknowledged.
 	ids := make([]ID, len(msgs))
@@ -238,4 +244,11 @@ func (p *Producer) bounded(ctx context.Context, deadline time.Time, fn func() er
 	case <-t.C:
 		return fmt.Errorf("%w: no answer within the transaction timeout", ErrTxnOutcomeUnknown)
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

@@ -108,7 +108,7 @@ func TestRefusedMessagesAreNotWritten(t *testing.T) {
 
 func TestOnlyCommittedTransactionsAreVisible(t *testing.T) {
 	fake := producertest.New()
-	p := open(t, fake, []string{"c1"}, producer.Transactions(true))
+	p := open(t, fake, []string{"c1"}, producer.Transactions(true), producer.TxnPrebegin(0))
 	send := func(key string) func(context.Context, *producer.Txn) error {
 		return func(_ context.Context, tx *producer.Txn) error { return tx.Send(&producer.Message{Key: key}) }
 	}
@@ -141,7 +141,7 @@ func TestOnlyCommittedTransactionsAreVisible(t *testing.T) {
 func TestTransactionsOffOnACluster(t *testing.T) {
 	fake := producertest.New()
 	fake.Cluster("c2").Transactions(false)
-	p := open(t, fake, []string{"c1", "c2"}, producer.Transactions(true))
+	p := open(t, fake, []string{"c1", "c2"}, producer.Transactions(true), producer.TxnPrebegin(0))
 	_, err := p.BeginTxn()
 	assert.ErrorIs(t, err, producer.ErrTxnDisabled)
 }
@@ -196,7 +196,7 @@ func TestProducersShareTheFakeAndWhatItWrote(t *testing.T) {
 
 func TestKeepMessagesFalseKeepsNoMessage(t *testing.T) {
 	fake := producertest.New(producertest.KeepMessages(false))
-	p := open(t, fake, []string{"c1"}, producer.Transactions(true))
+	p := open(t, fake, []string{"c1"}, producer.Transactions(true), producer.TxnPrebegin(0))
 	id, err := p.Send(context.Background(), &producer.Message{Key: "k"})
 	require.NoError(t, err)
 	assert.NotNil(t, id.MessageID)
