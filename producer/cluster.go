@@ -21,6 +21,10 @@ type cluster struct {
 	link   *link
 	pool   *txnPool // nil without Transactions(true)
 
+	bulkMu     sync.Mutex    // guards the fields below
+	bulk       []*bulkWriter // writers reserved for SendTxnBulk, per partition; nil until its first use
+	bulkClosed bool
+
 	// onAck is the one callback every message of the cluster is handed to
 	// pulsar-client-go with, so that a send allocates no closure per
 	// message (see inflightOf).

@@ -98,7 +98,11 @@
 // Txn (BeginTxn, RunInTxn, SendTxnBulk) stages messages and writes them at
 // Commit, one Pulsar transaction per touched cluster. A transaction is
 // atomic within a cluster, not across clusters; see Txn for the exact
-// guarantee and for the pulsar-client-go bug (#1498) it works around.
+// guarantee and for the pulsar-client-go bug (#1498) it works around. A
+// commit takes a Pulsar transaction begun ahead when it can (TxnPrebegin),
+// so it waits for no begin. SendTxnBulk cuts an import into transactions of
+// one partition each, written in batches through writers reserved for it,
+// the next written while the one before commits.
 //
 // # Errors
 //
@@ -140,5 +144,7 @@ package producer
 //	errors.go     sentinels and error types, transactions' included
 //	internals.go  everything relied on beyond pulsar-client-go's documented API
 //	txn*.go       transactions: txn.go (Txn), txn_commit.go (the attempt), then
-//	              txn_begin.go, txn_send.go, txn_abort.go by phase, txn_bulk.go,
+//	              txn_begin.go, txn_send.go, txn_abort.go by phase; txn_pool.go
+//	              (transactions begun ahead); txn_bulk.go (SendTxnBulk's
+//	              pipeline) and txn_bulk_write.go (its reserved writers);
 //	              txn_observe.go

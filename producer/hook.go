@@ -33,6 +33,9 @@ func (f hookConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 	}
 	if wc.transactions {
 		l.newTxn = conn.NewTxn
+		if conn.BulkWriters != nil {
+			l.openBulk = func(context.Context) ([]writer, error) { return conn.BulkWriters() }
+		}
 	}
 	return l, nil
 }

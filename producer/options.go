@@ -417,7 +417,8 @@ func Observe(o Observer) Opt { return optFunc(func(c *cfg) { c.observer = o }) }
 // Defaults for transaction options that are not given.
 const (
 	// DefaultTxnTimeout is the Pulsar transaction timeout. Pulsar
-	// transactions begin only when Commit starts, so this bounds the commit
+	// transactions begin when Commit starts, or up to half of this before
+	// when taken from the TxnPrebegin pool, so this bounds the commit
 	// phase, and it is how long a transaction whose commit failed keeps the
 	// touched partitions' consumers waiting before the broker aborts it.
 	DefaultTxnTimeout = time.Minute
@@ -483,8 +484,10 @@ type txnOptFunc func(*txnCfg)
 func (f txnOptFunc) applyTxn(c *txnCfg) { f(c) }
 
 // TxnTimeout sets the Pulsar transaction timeout (default 1 minute). The
-// Pulsar transactions begin when Commit starts, so staging time does not
-// count. The broker aborts a transaction still open past its timeout.
+// Pulsar transactions begin when Commit starts (a commit with the default
+// timeout may take one begun up to half of it before: TxnPrebegin), so
+// staging time does not count. The broker aborts a transaction still open
+// past its timeout.
 func TxnTimeout(d time.Duration) TxnOpt { return txnOptFunc(func(c *txnCfg) { c.timeout = d }) }
 
 // TxnMaxMessages bounds the messages a transaction may stage (default

@@ -308,6 +308,7 @@ func (p *Producer) close(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			closeWriters(c.link.writers)
+			c.closeBulk()
 			p.drainPool(c)
 			if n := c.sweep(ErrClosed); n > 0 {
 				p.log().Warn("keyroute: messages failed at close", "cluster", c.name, "messages", n)

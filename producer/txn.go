@@ -20,7 +20,8 @@ import (
 // transaction whose keys route to several clusters becomes one Pulsar
 // transaction per touched cluster. Commit runs in three phases:
 //
-//  1. Begin a Pulsar transaction on every touched cluster.
+//  1. Begin a Pulsar transaction on every touched cluster, or take one
+//     begun ahead (TxnPrebegin).
 //  2. Send every staged message in its cluster's transaction and wait for
 //     every acknowledgement, on every cluster.
 //  3. Commit the Pulsar transactions, all clusters in parallel.
@@ -60,6 +61,7 @@ import (
 // batch, and pulsar-client-go puts the transaction of a batch's first
 // message on the whole batch, so a batch shared with plain messages or with
 // another transaction would move them into or out of the transaction.
+// SendTxnBulk batches, through writers reserved for it.
 type Txn struct {
 	p   *Producer
 	cfg txnCfg

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // BulkResult is the outcome of SendTxnBulk.
@@ -20,19 +21,29 @@ type BulkResult struct {
 }
 
 // SendTxnBulk sends msgs in transactions of up to perTxn messages, for
-// imports. It routes every message first, then, for each cluster in
-// parallel, cuts that cluster's messages (in their order in msgs) into
-// transactions of perTxn messages (fewer when TxnMaxBytes would be passed)
-// and commits them one after another, each as a Txn's Commit does. Every
-// transaction of a bulk send therefore holds messages of one cluster only
-// and is atomic; the bulk as a whole is not. Messages of one key keep their
-// order. Keyless messages are spread over clusters as plain sends are.
+// imports. It routes every message first, then, for each touched partition
+// of each cluster in parallel, cuts that partition's messages (in their
+// order in msgs) into transactions of perTxn messages (fewer when
+// TxnMaxBytes would be passed). Every transaction of a bulk send therefore
+// holds messages of one partition only and is atomic; the bulk as a whole
+// is not. Messages of one key keep their order. Keyless messages are spread
+// over clusters and partitions as plain sends are.
 //
-// At the first failure SendTxnBulk starts no further transaction on any
-// cluster (those already committing finish) and returns the failures
-// joined: *TxnAbortError or *PartialCommitError values as from Commit, each
-// naming its cluster. BulkResult says which messages were not committed;
-// see TxnAbortError and PartialCommitError for the ones that may still be
+// A partition's transactions are pipelined: while one commits, the next is
+// written; a transaction is committed only after the one before it on its
+// partition committed. They are written through writers reserved for bulk
+// transactions (one more pulsar-client-go producer per partition, opened at
+// the first SendTxnBulk; named "<Name>-<cluster>-<partition>-bulk" under
+// Name), which batch: no batch can mix transactions, because a reserved
+// writer takes the next transaction's messages only once every message of
+// the one before has been acknowledged.
+//
+// At the first failure SendTxnBulk starts no further transaction anywhere
+// (those already committing finish; a transaction written while the one
+// before it failed to commit is aborted) and returns the failures joined:
+// *TxnAbortError or *PartialCommitError values as from Commit, each naming
+// its cluster. BulkResult says which messages were not committed; see
+// TxnAbortError and PartialCommitError for the ones that may still be
 // delivered (apache/pulsar-client-go#1498). ctx bounds the whole call as it
 // bounds each Commit. TxnMaxMessages and TxnSingleCluster do not apply;
 // BeforeCommit runs once per transaction, possibly concurrently.
@@ -57,76 +68,208 @@ func (p *Producer) SendTxnBulk(ctx context.Context, msgs []*Message, perTxn int,
 	}
 	defer p.leaveLong()
 
-	// Route, and split by cluster keeping the order of msgs.
-	type routed struct {
-		idx []int
-		sm  []stagedMsg
-	}
-	per := make(map[*cluster]*routed, len(p.clusters))
+	// Route, and split by partition keeping the order of msgs.
+	var (
+		per   = make(map[*partition]*bulkPart, 8)
+		parts []*bulkPart // in first-touch order
+	)
 	for i, m := range msgs {
 		c, pt := p.route(m.Key) // the key's own cluster: see (*Txn).route
-		r := per[c]
-		if r == nil {
-			r = &routed{}
-			per[c] = r
+		bp := per[pt]
+		if bp == nil {
+			bp = &bulkPart{pt: pt}
+			per[pt] = bp
+			parts = append(parts, bp)
 		}
-		r.idx = append(r.idx, i)
-		r.sm = append(r.sm, stagedMsg{msg: m, c: c, pt: pt, n: cost(m), props: m.Properties})
+		bp.idx = append(bp.idx, i)
+		bp.sm = append(bp.sm, stagedMsg{msg: m, c: c, pt: pt, n: cost(m), props: m.Properties})
 	}
 
-	var (
-		stop      atomic.Bool
-		mu        sync.Mutex // guards the fields below
-		res       BulkResult
-		committed = make([]bool, len(msgs))
-		errs      []error
-		wg        sync.WaitGroup
-	)
-	for _, c := range p.clusters {
-		r := per[c]
-		if r == nil {
-			continue
-		}
+	b := &bulk{p: p, ctx: ctx, cfg: &cfg, perTxn: perTxn, committed: make([]bool, len(msgs))}
+	var wg sync.WaitGroup
+	for _, bp := range parts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for start := 0; start < len(r.sm); {
-				if stop.Load() {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					mu.Lock()
-					errs = append(errs, &ClusterError{Cluster: c.name, Op: "bulk transaction", Err: err})
-					mu.Unlock()
-					stop.Store(true)
-					return
-				}
-				end := chunkEnd(r.sm, start, perTxn, cfg.maxBytes)
-				_, err := p.commitTxn(ctx, &cfg, r.sm[start:end])
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, err)
-					mu.Unlock()
-					stop.Store(true)
-					return
-				}
-				res.Txns++
-				res.Committed += end - start
-				for _, i := range r.idx[start:end] {
-					committed[i] = true
-				}
-				mu.Unlock()
-				start = end
-			}
+			b.run(bp)
 		}()
 	}
 	wg.Wait()
-	for i, ok := range committed {
+	for _, bp := range parts {
+		p.fillPool(bp.pt.c) // after the commits, as Commit does
+	}
+	for i, ok := range b.committed {
 		if !ok {
-			res.NotCommitted = append(res.NotCommitted, i)
+			b.res.NotCommitted = append(b.res.NotCommitted, i)
 		}
 	}
-	return res, errors.Join(errs...)
+	return b.res, errors.Join(b.errs...)
+}
+
+// bulk is one SendTxnBulk call.
+type bulk struct {
+	p      *Producer
+	ctx    context.Context
+	cfg    *txnCfg
+	perTxn int
+	stop   atomic.Bool // a transaction failed: start no other
+
+	mu        sync.Mutex // guards the fields below
+	res       BulkResult
+	committed []bool
+	errs      []error
+}
+
+// bulkPart is one touched partition of a bulk: its messages, as indexes
+// into the msgs given and as staged, in order.
+type bulkPart struct {
+	pt  *partition
+	idx []int
+	sm  []stagedMsg
+}
+
+// fail records err and stops the bulk.
+func (b *bulk) fail(err error) {
+	b.mu.Lock()
+	b.errs = append(b.errs, err)
+	b.mu.Unlock()
+	b.stop.Store(true)
+}
+
+// run writes and commits bp's transactions one after another, the write of
+// each overlapping the commit of the one before.
+func (b *bulk) run(bp *bulkPart) {
+	p, c, pt := b.p, bp.pt.c, bp.pt
+	w, err := c.bulkWriter(b.ctx, pt.idx)
+	if err != nil {
+		b.fail(&TxnAbortError{Err: &ClusterError{Cluster: c.name, Op: "open bulk writer", Err: err}})
+		return
+	}
+	// Messages of this partition handed over before the call are written
+	// first, so that a key's order holds across plain and bulk messages.
+	if !p.enter() {
+		b.fail(&TxnAbortError{Err: c.sendError(b.ctx, bp.sm[0].msg.Key, pt.idx, ErrClosed, true)})
+		return
+	}
+	err = pt.w.FlushWithCtx(b.ctx)
+	p.leave()
+	if err != nil {
+		b.fail(&TxnAbortError{Err: &ClusterError{Cluster: c.name, Op: "flush before transaction", Err: err}})
+		return
+	}
+
+	var committing chan error // the commit of the transaction before; nil: none
+	for start := 0; start < len(bp.sm); {
+		if b.stop.Load() {
+			break
+		}
+		if err := b.ctx.Err(); err != nil {
+			b.fail(&TxnAbortError{Err: &ClusterError{Cluster: c.name, Op: "bulk transaction", Err: err}})
+			break
+		}
+		end := chunkEnd(bp.sm, start, b.perTxn, b.cfg.maxBytes)
+		next, ok := b.write(w, bp, start, end, committing)
+		if !ok {
+			committing = nil
+			break
+		}
+		committing = next
+		start = end
+	}
+	if committing != nil {
+		<-committing
+	}
+}
+
+// write runs one transaction of bp, the messages bp.sm[start:end], up to
+// its commit, which it starts and returns (a channel that is closed when the
+// commit ended). It first waits for committing, the commit of the
+// transaction before; ok is false when this transaction failed, or was
+// aborted because that commit failed.
+func (b *bulk) write(w *bulkWriter, bp *bulkPart, start, end int, committing chan error) (next chan error, ok bool) {
+	p, c := b.p, bp.pt.c
+	chunk := bp.sm[start:end]
+	p.observeTxn(b.ctx, chunk)
+	tc := &txnCluster{c: c, parts: []*txnPart{{pt: bp.pt}}}
+	plan := []*txnCluster{tc}
+	deadline := time.Now().Add(b.cfg.timeout)
+	// abort ends the transaction, if it began, after cause.
+	abort := func(cause error) {
+		if tc.txn == nil {
+			b.end(chunk, nil, TxnResult{}, &TxnAbortError{Err: cause})
+			return
+		}
+		b.end(chunk, nil, TxnResult{}, p.abortAll(b.ctx, plan, deadline, cause))
+	}
+
+	// Begin, retrying a failed begin as Commit does.
+	for try := 0; ; try++ {
+		err := p.beginAll(b.ctx, b.cfg, plan, deadline)
+		if err == nil {
+			break
+		}
+		if b.ctx.Err() != nil || errors.Is(err, ErrClosed) || try >= b.cfg.retries || p.closed.Load() {
+			// beginAll ended what began.
+			b.end(chunk, nil, TxnResult{}, &TxnAbortError{Err: err})
+			return nil, false
+		}
+		tc.txn = nil
+		time.Sleep(retryBackoff(try))
+	}
+	if !tc.begun.IsZero() {
+		deadline = minTime(deadline, tc.begun.Add(b.cfg.timeout))
+	}
+
+	ids := make([]ID, len(chunk))
+	if err := p.writeBulk(b.ctx, w, tc, chunk, ids); err != nil {
+		if committing != nil {
+			<-committing
+		}
+		abort(err)
+		return nil, false
+	}
+	if committing != nil {
+		if err := <-committing; err != nil {
+			abort(fmt.Errorf("the transaction before it on partition %d did not commit: %w", bp.pt.idx, errTxnStopped))
+			return nil, false
+		}
+	}
+	if b.cfg.beforeCommit != nil {
+		if err := b.cfg.beforeCommit(b.ctx, []string{c.name}); err != nil {
+			abort(err)
+			return nil, false
+		}
+	}
+	next = make(chan error, 1)
+	go func() {
+		cctx := context.WithoutCancel(b.ctx)
+		err := p.bounded(b.ctx, deadline, func() error { return tc.txn.Commit(cctx) })
+		if err != nil {
+			cerr := &ClusterError{Cluster: c.name, Op: "commit transaction", Err: err}
+			b.end(chunk, nil, TxnResult{}, &PartialCommitError{Failed: []string{c.name}, Errs: map[string]error{c.name: cerr}})
+		} else {
+			b.end(chunk, bp.idx[start:end], TxnResult{Clusters: []string{c.name}, IDs: ids}, nil)
+		}
+		next <- err
+	}()
+	return next, true
+}
+
+// end records the outcome of one transaction of the bulk: committed holds
+// the indexes of its messages when it committed, err its failure otherwise.
+func (b *bulk) end(chunk []stagedMsg, committed []int, res TxnResult, err error) {
+	b.p.txnDone(chunk, res, err)
+	if err != nil {
+		b.fail(err)
+		return
+	}
+	b.mu.Lock()
+	b.res.Txns++
+	b.res.Committed += len(committed)
+	for _, i := range committed {
+		b.committed[i] = true
+	}
+	b.mu.Unlock()
 }
 
 // chunkEnd returns the end of the transaction that starts at sm[start]:

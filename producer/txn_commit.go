@@ -91,6 +91,7 @@ func (p *Producer) commitTxn(ctx context.Context, cfg *txnCfg, msgs []stagedMsg)
 		return TxnResult{}, &TxnAbortError{Err: ErrClosed}
 	}
 	defer p.leaveLong()
+	defer p.refill(msgs)
 	p.observeTxn(ctx, msgs)
 	for try := 0; ; try++ {
 		res, retry, err := p.attempt(ctx, cfg, msgs)

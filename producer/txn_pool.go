@@ -42,7 +42,9 @@ func (pt pooledTxn) fresh(now time.Time) bool { return now.Sub(pt.begun) < poolT
 
 // takeTxn returns a pre-begun transaction of c's pool for a commit with
 // cfg, and when it was begun; ok is false when there is none to take. It
-// starts the pool and tops it up.
+// starts the pool; the commit tops it up when it ends (refill), since a
+// begin's write to the coordinator's log would delay the commit's own
+// writes there.
 func (p *Producer) takeTxn(c *cluster, cfg *txnCfg) (t pulsar.Transaction, begun time.Time, ok bool) {
 	pool := c.pool
 	if pool == nil || pool.size == 0 || cfg.timeout != poolTimeout {
@@ -59,8 +61,19 @@ func (p *Producer) takeTxn(c *cluster, cfg *txnCfg) (t pulsar.Transaction, begun
 	}
 	pool.mu.Unlock()
 	p.endStale(c, stale)
-	p.fillPool(c)
 	return t, begun, ok
+}
+
+// refill tops up the pools of the clusters msgs touched, after their
+// commit.
+func (p *Producer) refill(msgs []stagedMsg) {
+	var last *cluster
+	for i := range msgs {
+		if c := msgs[i].c; c != last {
+			p.fillPool(c)
+			last = c
+		}
+	}
 }
 
 // dropStaleLocked removes the transactions that may no longer be taken.
@@ -80,6 +93,9 @@ func (pool *txnPool) dropStaleLocked(now time.Time) []pooledTxn {
 // here; the next take or refresh tries again.
 func (p *Producer) fillPool(c *cluster) {
 	pool := c.pool
+	if pool == nil {
+		return
+	}
 	pool.mu.Lock()
 	n := 0
 	if pool.started && !pool.closed {

@@ -31,6 +31,9 @@ type link struct {
 	// newTxn begins a Pulsar transaction on the cluster; nil when the
 	// cluster's client has transactions off.
 	newTxn func(timeout time.Duration) (pulsar.Transaction, error)
+	// openBulk opens a second writer per partition, in partition order,
+	// reserved for SendTxnBulk; nil: the connector has none.
+	openBulk func(ctx context.Context) ([]writer, error)
 }
 
 // writerConfig is what a connector needs to open a cluster's writers.
@@ -50,6 +53,7 @@ type writerConfig struct {
 	clients          *keyroute.Clients                             // nil: open a client per cluster
 	cluster          string                                        // for the writers' names
 	name             string                                        // "": names chosen by the broker
+	nameSuffix       string                                        // after the writers' names ("-bulk" for SendTxnBulk's)
 	level            Level
 	keyBatching      bool
 	chunkMax         int
@@ -119,6 +123,11 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 	}}
 	if wc.transactions {
 		l.newTxn = client.NewTransaction
+		bulk := wc
+		if bulk.name != "" {
+			bulk.nameSuffix = "-bulk"
+		}
+		l.openBulk = func(ctx context.Context) ([]writer, error) { return openWriters(ctx, client, bulk) }
 	}
 	return l, nil
 }
@@ -165,7 +174,7 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]
 			o.BatcherBuilderType = pulsar.KeyBasedBatchBuilder
 		}
 		if wc.name != "" {
-			o.Name = wc.name + "-" + wc.cluster + "-" + strconv.Itoa(i)
+			o.Name = wc.name + "-" + wc.cluster + "-" + strconv.Itoa(i) + wc.nameSuffix
 		}
 		if wc.configureWriter != nil {
 			wc.configureWriter(wc.cluster, i, &o)

@@ -8,9 +8,14 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
 	"github.com/keyroute/keyroute/internal/testbed"
 	"github.com/keyroute/keyroute/producer"
 )
@@ -24,10 +29,15 @@ import (
 //
 //	go test -tags e2e -run '^$' -bench Txn -benchtime 1x -timeout 30m ./e2e/txn/
 //
-// Metrics: p50 latencies in microseconds and their ratio (targets: txn/plain
-// <= 3 for one message and for 100 messages), and bulk transactional
-// throughput over plain sync-acknowledged sends of the same messages
-// (target >= 5).
+// one-message and 100-messages report p50 and p99 latencies in
+// microseconds and their ratios (target: txn/plain <= 3). one-message also
+// measures a Producer with TxnPrebegin(0) (txn-nopool) and plain
+// pulsar-client-go on one partition: a sync send (raw), a transaction begun,
+// written and committed (raw-txn), and one begun before the timing starts
+// (raw-prebegun). bulk alternates, over 5 rounds, plain sync sends, plain
+// SendAsync of 50,000 messages and SendTxnBulk of the same messages in
+// transactions of 1,000, and reports the medians: throughput, ratios and
+// the client's CPU per message (target: bulk/async >= 1).
 func BenchmarkTxn(b *testing.B) {
 	ctx := context.Background()
 	var log io.Writer = io.Discard
@@ -49,6 +59,12 @@ func BenchmarkTxn(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close(context.Background())
+	// p0 begins each transaction at its commit, as before TxnPrebegin.
+	p0, err := newProducer(ctx, bed, topic, producer.TxnPrebegin(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p0.Close(context.Background())
 
 	keys := make([]string, 1000)
 	for i := range keys {
@@ -61,7 +77,7 @@ func BenchmarkTxn(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	txn := func(start, n int) {
+	txnOn := func(p *producer.Producer, start, n int) {
 		err := p.RunInTxn(ctx, func(_ context.Context, tx *producer.Txn) error {
 			for j := range n {
 				if err := tx.Send(msg(start + j)); err != nil {
@@ -74,27 +90,81 @@ func BenchmarkTxn(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	txn := func(start, n int) { txnOn(p, start, n) }
 
 	// Warm the broker's JIT up with both kinds of traffic.
 	warm := time.Now().Add(20 * time.Second)
 	for i := 0; time.Now().Before(warm); i++ {
 		plain(i)
 		txn(i, 10)
+		txnOn(p0, i, 10)
+	}
+
+	// The same one-message transaction with plain pulsar-client-go, on one
+	// partition: begun inside the timing (raw-txn) and before it
+	// (raw-prebegun: the floor of what TxnPrebegin can reach).
+	client, err := bedsuite.Client(bed.Clusters()[0].ServiceURL, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	raw, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic + "-partition-0", DisableBatching: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	rawSend := func(tx pulsar.Transaction) {
+		if _, err := raw.Send(ctx, &pulsar.ProducerMessage{Key: keys[0], Payload: payload, Transaction: tx}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rawBegin := func() pulsar.Transaction {
+		tx, err := client.NewTransaction(time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return tx
+	}
+	rawCommit := func(tx pulsar.Transaction) {
+		if err := tx.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 
 	b.Run("one-message", func(b *testing.B) {
 		for range b.N {
 			const n = 2000
-			var tp, tt []time.Duration
+			var tp, tt, t0s, rp, rt, rpre []time.Duration
 			for i := range n {
 				t0 := time.Now()
 				plain(i)
 				t1 := time.Now()
 				txn(i, 1)
+				t2 := time.Now()
+				txnOn(p0, i, 1)
+				t3 := time.Now()
+				rawSend(nil)
+				t4 := time.Now()
+				tx := rawBegin()
+				rawSend(tx)
+				rawCommit(tx)
+				t5 := time.Now()
+				tx = rawBegin()
+				t6 := time.Now()
+				rawSend(tx)
+				rawCommit(tx)
+				t7 := time.Now()
 				tp = append(tp, t1.Sub(t0))
-				tt = append(tt, time.Since(t1))
+				tt = append(tt, t2.Sub(t1))
+				t0s = append(t0s, t3.Sub(t2))
+				rp = append(rp, t4.Sub(t3))
+				rt = append(rt, t5.Sub(t4))
+				rpre = append(rpre, t7.Sub(t6))
 			}
 			reportRatio(b, "plain", tp, "txn", tt)
+			reportRatio(b, "plain", tp, "txn-nopool", t0s)
+			reportRatio(b, "raw", rp, "raw-txn", rt)
+			reportRatio(b, "raw", rp, "raw-prebegun", rpre)
 		}
 	})
 	b.Run("100-messages", func(b *testing.B) {
@@ -116,32 +186,69 @@ func BenchmarkTxn(b *testing.B) {
 	})
 	b.Run("bulk", func(b *testing.B) {
 		for range b.N {
-			const plainN, bulkN, perTxn = 5000, 50000, 1000
+			const plainN, bulkN, perTxn, rounds = 5000, 50000, 1000, 5
 			msgs := make([]*producer.Message, bulkN)
 			for i := range msgs {
 				msgs[i] = msg(i)
 			}
-			var rp, rb []float64
-			for range 3 {
+			async := func() {
+				var failed atomic.Int64
+				for _, m := range msgs {
+					p.SendAsync(ctx, m, func(_ producer.ID, _ *producer.Message, err error) {
+						if err != nil {
+							failed.Add(1)
+						}
+					})
+				}
+				if err := p.Flush(ctx); err != nil || failed.Load() != 0 {
+					b.Fatalf("async: %d failed, %v", failed.Load(), err)
+				}
+			}
+			var rp, ra, rb, ca, cb []float64
+			for range rounds {
 				t0 := time.Now()
 				for i := range plainN {
 					plain(i)
 				}
 				rp = append(rp, plainN/time.Since(t0).Seconds())
-				t0 = time.Now()
+				c0, t0 := cpuTime(), time.Now()
+				async()
+				ra = append(ra, bulkN/time.Since(t0).Seconds())
+				ca = append(ca, float64((cpuTime()-c0).Nanoseconds())/bulkN)
+				c0, t0 = cpuTime(), time.Now()
 				res, err := p.SendTxnBulk(ctx, msgs, perTxn)
 				if err != nil || res.Committed != bulkN {
 					b.Fatalf("bulk: %+v, %v", res, err)
 				}
 				rb = append(rb, bulkN/time.Since(t0).Seconds())
+				cb = append(cb, float64((cpuTime()-c0).Nanoseconds())/bulkN)
 			}
-			slices.Sort(rp)
-			slices.Sort(rb)
-			b.ReportMetric(rp[1], "plain-msg/s")
-			b.ReportMetric(rb[1], "bulk-msg/s")
-			b.ReportMetric(rb[1]/rp[1], "bulk/plain")
+			b.ReportMetric(median(rp), "sync-msg/s")
+			b.ReportMetric(median(ra), "async-msg/s")
+			b.ReportMetric(median(rb), "bulk-msg/s")
+			b.ReportMetric(median(rb)/median(ra), "bulk/async")
+			b.ReportMetric(median(rb)/median(rp), "bulk/sync")
+			b.ReportMetric(median(ca), "async-cpu-ns/msg")
+			b.ReportMetric(median(cb), "bulk-cpu-ns/msg")
 		}
 	})
+}
+
+// median returns the median of xs.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// cpuTime returns the process's CPU time so far (user and system): the
+// client's side only, as the brokers are other processes.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func p50(ds []time.Duration) time.Duration {

@@ -144,7 +144,9 @@ var _ = Describe("transactions over five clusters", Ordered, func() {
 	It("sends nothing on a staged abort and leaves no aborted transaction on any broker", func(ctx SpecContext) {
 		topic := uniqueTopic("abort")
 		Expect(createTopic(ctx, bed, topic)).To(Succeed())
-		p, err := newProducer(ctx, bed, topic)
+		// No transaction begun ahead: the coordinators' counts below are
+		// then the commits' own.
+		p, err := newProducer(ctx, bed, topic, producer.TxnPrebegin(0))
 		Expect(err).NotTo(HaveOccurred())
 		defer p.Close(context.Background())
 		keys := keysFor(p, 4)
@@ -211,6 +213,46 @@ var _ = Describe("transactions over five clusters", Ordered, func() {
 			GinkgoWriter.Printf("%s transaction buffers: %+v\n", c.Name, stats)
 			Expect(aborted).To(BeZero(), c.Name)
 		}
+	}, SpecTimeout(5*time.Minute))
+
+	It("takes transactions begun ahead (TxnPrebegin) and ends every one without an abort", func(ctx SpecContext) {
+		topic := uniqueTopic("prebegin")
+		Expect(createTopic(ctx, bed, topic)).To(Succeed())
+		counts := func() (created, committed, aborted float64) {
+			for _, c := range bed.Clusters() {
+				m, err := txnMetrics(ctx, c.AdminURL)
+				Expect(err).NotTo(HaveOccurred())
+				created += m["pulsar_txn_created_total"]
+				committed += m["pulsar_txn_committed_total"]
+				aborted += m["pulsar_txn_aborted_total"]
+			}
+			return created, committed, aborted
+		}
+		created0, committed0, aborted0 := counts()
+		p, err := newProducer(ctx, bed, topic, producer.TxnPrebegin(2))
+		Expect(err).NotTo(HaveOccurred())
+		keys := keysFor(p, 1)
+		var msgs []*producer.Message
+		for i := range 10 {
+			for _, ks := range keys {
+				m := &producer.Message{Key: ks[0], Value: value(ks[0], i, "prebegin")}
+				msgs = append(msgs, m)
+				Expect(p.RunInTxn(ctx, func(_ context.Context, tx *producer.Txn) error { return tx.Send(m) })).To(Succeed())
+			}
+		}
+		Expect(p.Close(ctx)).To(Succeed())
+		checkExactlyOnceInOrder(p, msgs, drainAll(ctx, topic, 3*time.Second))
+
+		// Each touched cluster began its pool's two beyond the commits'
+		// own, and Close ended them with empty commits: as many commits as
+		// begins, and no abort. (Counts are the brokers', so they wait for
+		// their metrics to catch up.)
+		Eventually(func(g Gomega) {
+			created, committed, aborted := counts()
+			g.Expect(created-created0).To(BeNumerically(">=", len(msgs)+2*len(keys)))
+			g.Expect(committed-committed0).To(Equal(created-created0), "every transaction begun was committed")
+			g.Expect(aborted - aborted0).To(BeZero())
+		}).WithContext(ctx).WithPolling(time.Second).Should(Succeed())
 	}, SpecTimeout(5*time.Minute))
 
 	It("commits many messages per transaction with SendTxnBulk", func(ctx SpecContext) {

@@ -159,10 +159,19 @@ func (cs *Clusters) connect(ctx context.Context, name string) (*hook.Conn, error
 	cl := &client{c: c, gone: make(chan struct{})}
 	conn := &hook.Conn{Writers: make([]hook.Writer, len(c.parts)), Probe: c.probe, Close: cl.close}
 	for i, p := range c.parts {
-		conn.Writers[i] = p.open(cl)
+		conn.Writers[i] = p.open(cl, false)
 	}
 	if !c.noTxn {
 		conn.NewTxn = func(time.Duration) (pulsar.Transaction, error) { return cl.begin() }
+		conn.BulkWriters = func() ([]hook.Writer, error) {
+			cs.mu.Lock()
+			defer cs.mu.Unlock()
+			ws := make([]hook.Writer, len(c.parts))
+			for i, p := range c.parts {
+				ws[i] = p.open(cl, true)
+			}
+			return ws, nil
+		}
 	}
 	c.connects++
 	return conn, nil

@@ -178,12 +178,22 @@ func (c *Cluster) logTxn(op Op, t *txn, err error) {
 	c.cs.events = append(c.cs.events, ev)
 }
 
-// txnOf returns the fake transaction pm is sent in, or nil. It panics on
-// what only a bug in package producer could send: a transaction of
-// another cluster, or a transactional message that pulsar-client-go
-// v0.21.0 would batch (its batch container puts the transaction of a
-// batch's first message on the whole batch). Called with cs.mu held.
-func (c *Cluster) txnOf(pm *pulsar.ProducerMessage) *txn {
+// txnOf returns the fake transaction pm is sent in through w, or nil. It
+// panics on what only a bug in package producer could send: a transaction
+// of another cluster, a transactional message that pulsar-client-go
+// v0.21.0 would batch with others (its batch container puts the
+// transaction of a batch's first message on the whole batch) on a
+// partition's writer, or, on a writer reserved for bulk transactions, a
+// message whose transaction differs from that of messages the writer has
+// not reported yet (they could share a batch). Called with cs.mu held.
+func (c *Cluster) txnOf(w *writer, pm *pulsar.ProducerMessage) *txn {
+	if w.bulk {
+		t, _ := pm.Transaction.(*txn)
+		if (len(w.held) > 0 || w.reporting > 0) && t != w.last {
+			panic(fmt.Sprintf("producertest: message %q could share a batch with another transaction's on a bulk writer", pm.Key))
+		}
+		w.last = t
+	}
 	if pm.Transaction == nil {
 		return nil
 	}
@@ -191,7 +201,7 @@ func (c *Cluster) txnOf(pm *pulsar.ProducerMessage) *txn {
 	if !ok || t.cl.c != c {
 		panic(fmt.Sprintf("producertest: a message sent to cluster %q in a transaction of another cluster", c.name))
 	}
-	if pm.ReplicationClusters == nil && !pm.DisableReplication && pm.DeliverAfter <= 0 && pm.DeliverAt.UnixNano() < 0 {
+	if !w.bulk && pm.ReplicationClusters == nil && !pm.DisableReplication && pm.DeliverAfter <= 0 && pm.DeliverAt.UnixNano() < 0 {
 		panic(fmt.Sprintf("producertest: transactional message %q sent to be batched (DeliverAt %v)", pm.Key, pm.DeliverAt))
 	}
 	return t

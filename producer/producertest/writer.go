@@ -23,7 +23,10 @@ type writer struct {
 	// run without cs.mu.
 	cb sync.Mutex
 
+	bulk bool // reserved for bulk transactions: it may batch them
+
 	// Guarded by cs.mu.
+	last      *txn // the transaction of the last message taken (bulk writers)
 	closed    bool
 	held      []pending     // written, not yet reported, oldest first
 	reporting int           // taken from held, callbacks not yet run
@@ -44,9 +47,10 @@ type pending struct {
 	txn *txn
 }
 
-// open opens a writer on p for cl. Called with cs.mu held.
-func (p *Partition) open(cl *client) *writer {
-	w := &writer{p: p, cl: cl, batch: p.c.cs.opt.batch}
+// open opens a writer on p for cl, reserved for bulk transactions when
+// bulk is set. Called with cs.mu held.
+func (p *Partition) open(cl *client, bulk bool) *writer {
+	w := &writer{p: p, cl: cl, batch: p.c.cs.opt.batch, bulk: bulk}
 	if w.batch > 0 {
 		w.kick, w.stop, w.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 		go w.run()
@@ -63,7 +67,7 @@ func (w *writer) SendAsync(ctx context.Context, pm *pulsar.ProducerMessage, cb f
 	w.cb.Lock()
 	defer w.cb.Unlock()
 	cs.mu.Lock()
-	t := p.c.txnOf(pm)
+	t := p.c.txnOf(w, pm)
 	if err := w.refusal(ctx, t); err != nil {
 		p.log(OpSendFail, pm.Key, t, err)
 		cs.mu.Unlock()

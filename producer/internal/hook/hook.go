@@ -37,6 +37,10 @@ type Conn struct {
 	// NewTxn begins a transaction on the cluster; nil: transactions are
 	// off there. The producer uses it only with Transactions(true).
 	NewTxn func(timeout time.Duration) (pulsar.Transaction, error)
+	// BulkWriters opens a second writer per partition, in partition
+	// order, reserved for bulk transactions; nil: none (bulk transactions
+	// then go through Writers one message at a time).
+	BulkWriters func() ([]Writer, error)
 	// Close is called when the producer closes the connection, after its
 	// writers; nil: nothing to do.
 	Close func()

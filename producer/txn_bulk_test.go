@@ -1,0 +1,207 @@
+package producer_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keyroute/keyroute/producer"
+	"github.com/keyroute/keyroute/producer/producertest"
+)
+
+// bulkMsgs returns n messages over keys distinct keys, values "0", "1", ...
+func bulkMsgs(n, keys int) []*producer.Message {
+	msgs := make([]*producer.Message, n)
+	for i := range msgs {
+		msgs[i] = &producer.Message{Key: fmt.Sprintf("key-%d", i%keys), Value: fmt.Appendf(nil, "%d", i)}
+	}
+	return msgs
+}
+
+// txnParts returns, per transaction, the partitions its messages were
+// written to.
+func txnParts(fake *producertest.Clusters) map[uint64]map[string]bool {
+	out := map[uint64]map[string]bool{}
+	for _, e := range fake.Events() {
+		if e.Op == producertest.OpSend && e.Txn != 0 {
+			if out[e.Txn] == nil {
+				out[e.Txn] = map[string]bool{}
+			}
+			out[e.Txn][fmt.Sprintf("%s/%d", e.Cluster, e.Partition)] = true
+		}
+	}
+	return out
+}
+
+func TestSendTxnBulk(t *testing.T) {
+	// AsyncAcks holds messages until 7 are written or a flush: the bulk
+	// writers batch, and producertest panics if a batch could hold two
+	// transactions' messages.
+	fake := producertest.New(producertest.Partitions(4), producertest.AsyncAcks(7))
+	p := newTxnProducer(t, fake, 3)
+	msgs := bulkMsgs(1000, 37)
+	res, err := p.SendTxnBulk(context.Background(), msgs, 100)
+	require.NoError(t, err)
+	assert.Equal(t, 1000, res.Committed)
+	assert.Nil(t, res.NotCommitted)
+
+	// One partition per transaction, each cut into transactions of 100.
+	perPart := map[string]int{}
+	for _, m := range msgs {
+		c, pt := p.Placement(m.Key)
+		perPart[fmt.Sprintf("%s/%d", c, pt)]++
+	}
+	txns := 0
+	for _, n := range perPart {
+		txns += (n + 99) / 100
+	}
+	assert.Equal(t, txns, res.Txns)
+	assert.Equal(t, txns, count(fake, producertest.OpCommit, ""))
+	for txn, parts := range txnParts(fake) {
+		assert.Len(t, parts, 1, "transaction %d", txn)
+	}
+	for _, e := range fake.Events() {
+		if e.Op == producertest.OpCommit {
+			assert.LessOrEqual(t, e.Messages, 100)
+		}
+	}
+	// Every message visible once, in the order of msgs per key.
+	next := map[string]int{}
+	for _, c := range p.Clusters() {
+		for _, m := range fake.Cluster(c).Messages() {
+			var i int
+			_, err := fmt.Sscan(string(m.Value), &i)
+			require.NoError(t, err)
+			require.Equal(t, msgs[i].Key, m.Key)
+			require.GreaterOrEqual(t, i, next[m.Key], "key %s out of order", m.Key)
+			next[m.Key] = i + 1
+		}
+	}
+	total := 0
+	for _, parts := range visible(fake, p) {
+		for _, ks := range parts {
+			total += len(ks)
+		}
+	}
+	assert.Equal(t, 1000, total)
+}
+
+func TestSendTxnBulkConcurrentCallsNeverShareABatch(t *testing.T) {
+	fake := producertest.New(producertest.Partitions(2), producertest.AsyncAcks(5))
+	p := newTxnProducer(t, fake, 1)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := p.SendTxnBulk(context.Background(), bulkMsgs(300, 11), 13)
+			assert.NoError(t, err)
+			assert.Equal(t, 300, res.Committed)
+		}()
+	}
+	wg.Wait() // producertest panics on a batch that could mix transactions
+	vis := visible(fake, p)["c1"]
+	assert.Equal(t, 1200, len(vis[0])+len(vis[1]))
+}
+
+func TestSendTxnBulkWritesTheNextTransactionWhileOneCommits(t *testing.T) {
+	fake := newFake(1)
+	p := newTxnProducer(t, fake, 1)
+	release := fake.Cluster("c1").StallCommits()
+	defer release()
+	type out struct {
+		res producer.BulkResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := p.SendTxnBulk(context.Background(), bulkMsgs(30, 3), 10)
+		done <- out{res, err}
+	}()
+	// The second transaction is written while the first one's commit
+	// waits, and is not committed before it.
+	require.Eventually(t, func() bool { return len(txnParts(fake)) == 2 && fake.Cluster("c1").Stalled() == 1 },
+		10*time.Second, time.Millisecond)
+	assert.Equal(t, 1, fake.Cluster("c1").Stalled(), "one commit at a time per partition")
+	release()
+	o := <-done
+	require.NoError(t, o.err)
+	assert.Equal(t, 30, o.res.Committed)
+	assert.Equal(t, 3, o.res.Txns)
+	// Commits in transaction order.
+	var commits []uint64
+	for _, e := range fake.Events() {
+		if e.Op == producertest.OpCommit {
+			commits = append(commits, e.Txn)
+		}
+	}
+	assert.True(t, slices.IsSorted(commits), "%v", commits)
+}
+
+func TestSendTxnBulkStopsAtFirstFailure(t *testing.T) {
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
+	c := p.Clusters()
+	fake.Cluster(c[1]).FailCommits(errBoom)
+	msgs := bulkMsgs(400, 20)
+	res, err := p.SendTxnBulk(context.Background(), msgs, 10)
+	var pce *producer.PartialCommitError
+	require.ErrorAs(t, err, &pce)
+	assert.Equal(t, []string{c[1]}, pce.Failed)
+	// At most one failed commit per partition of c[1]: no transaction is
+	// committed after one failed; one written meanwhile is aborted, and
+	// may be visible (apache/pulsar-client-go#1498).
+	assert.LessOrEqual(t, count(fake, producertest.OpCommitFail, c[1]), 2)
+	var tae *producer.TxnAbortError
+	if count(fake, producertest.OpAbort, c[1]) > 0 {
+		require.ErrorAs(t, err, &tae)
+		assert.Equal(t, []string{c[1]}, tae.MaybeVisible)
+	}
+	// Every message of c[1] is reported not committed; the counts add up.
+	notCommitted := map[int]bool{}
+	for _, i := range res.NotCommitted {
+		notCommitted[i] = true
+	}
+	for i, m := range msgs {
+		if cl, _ := p.Placement(m.Key); cl == c[1] {
+			assert.True(t, notCommitted[i], "message %d", i)
+		}
+	}
+	assert.Equal(t, 400, res.Committed+len(res.NotCommitted))
+	assert.True(t, slices.IsSorted(res.NotCommitted))
+}
+
+func TestSendTxnBulkAbortsTheWrittenTransactionWhenTheOneBeforeFails(t *testing.T) {
+	fake := newFake(1)
+	p := newTxnProducer(t, fake, 1)
+	release := fake.Cluster("c1").StallCommits()
+	type out struct {
+		res producer.BulkResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := p.SendTxnBulk(context.Background(), bulkMsgs(30, 3), 10)
+		done <- out{res, err}
+	}()
+	require.Eventually(t, func() bool { return len(txnParts(fake)) == 2 && fake.Cluster("c1").Stalled() == 1 },
+		10*time.Second, time.Millisecond)
+	fake.Cluster("c1").FailCommits(errBoom)
+	release()
+	o := <-done
+	var pce *producer.PartialCommitError
+	require.ErrorAs(t, o.err, &pce)
+	var tae *producer.TxnAbortError
+	require.ErrorAs(t, o.err, &tae)
+	assert.Equal(t, []string{"c1"}, tae.MaybeVisible, "the second transaction was written")
+	assert.Zero(t, o.res.Committed)
+	assert.Len(t, o.res.NotCommitted, 30)
+	assert.Equal(t, 1, count(fake, producertest.OpAbort, "c1"))
+	assert.Len(t, txnParts(fake), 2, "no third transaction")
+}

@@ -1,0 +1,134 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// bulkWriter is a writer reserved for bulk transactions on one partition.
+// It batches, so a batch must never hold messages of two transactions
+// (pulsar-client-go puts the transaction of a batch's first message on the
+// whole batch, internal/batch_builder.go): a transaction holds mu from its
+// first message's hand-over until every message of it was acknowledged,
+// so the next one starts a batch of its own.
+type bulkWriter struct {
+	mu sync.Mutex
+	w  writer
+}
+
+// bulkWriter returns the writer reserved for bulk transactions on c's
+// partition idx, opening c's reserved writers at their first use. It
+// returns nil without reserved writers (a connector that has none): then
+// the partition's own writer takes the messages one by one, as a Txn's.
+func (c *cluster) bulkWriter(ctx context.Context, idx int) (*bulkWriter, error) {
+	if c.link.openBulk == nil {
+		return nil, nil
+	}
+	c.bulkMu.Lock()
+	defer c.bulkMu.Unlock()
+	if c.bulkClosed {
+		return nil, ErrClosed
+	}
+	if c.bulk == nil {
+		ws, err := c.link.openBulk(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(ws) != len(c.parts) {
+			closeWriters(ws)
+			return nil, fmt.Errorf("%d bulk writers for %d partitions", len(ws), len(c.parts))
+		}
+		c.bulk = make([]*bulkWriter, len(ws))
+		for i, w := range ws {
+			c.bulk[i] = &bulkWriter{w: w}
+		}
+	}
+	return c.bulk[idx], nil
+}
+
+// closeBulk closes c's reserved writers, if any were opened, and keeps any
+// from opening later. Close calls it once no call hands messages over.
+func (c *cluster) closeBulk() {
+	c.bulkMu.Lock()
+	c.bulkClosed = true
+	bulk := c.bulk
+	c.bulkMu.Unlock()
+	ws := make([]writer, 0, len(bulk))
+	for _, bw := range bulk {
+		ws = append(ws, bw.w)
+	}
+	closeWriters(ws)
+}
+
+// writeBulk writes chunk, the messages of one bulk transaction on one
+// partition, in tc's transaction through bw (nil: the partition's own
+// writer, one message at a time), and waits until every message has its
+// outcome. It stores the IDs in ids and returns the first failure.
+func (p *Producer) writeBulk(ctx context.Context, bw *bulkWriter, tc *txnCluster, chunk []stagedMsg, ids []ID) error {
+	c, pt := tc.c, chunk[0].pt
+	w := pt.w
+	if bw != nil {
+		bw.mu.Lock()
+		defer bw.mu.Unlock()
+		w = bw.w
+	}
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	fail := func(err error) { once.Do(func() { first = err }) }
+	for i := range chunk {
+		m := &chunk[i]
+		if err := c.budget.acquire(ctx, m.n, p.done, true, p.onCallbackGoroutine); err != nil {
+			fail(c.sendError(ctx, m.msg.Key, pt.idx, err, true))
+			break
+		}
+		if !p.enter() {
+			c.budget.release(1, m.n)
+			fail(c.sendError(ctx, m.msg.Key, pt.idx, ErrClosed, true))
+			break
+		}
+		pm := &pulsar.ProducerMessage{}
+		toPulsar(pm, m.msg, m.props)
+		pm.Transaction = tc.txn
+		if bw == nil && pm.DeliverAt.IsZero() {
+			pm.DeliverAt = sendAlone
+		}
+		tc.handed.Store(true)
+		wg.Add(1)
+		w.SendAsync(ctx, pm, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			c.budget.release(1, m.n)
+			if err != nil {
+				if !errors.Is(err, pulsar.ErrTransaction) {
+					tc.maybeWritten.Store(true)
+				}
+				fail(c.sendError(ctx, m.msg.Key, pt.idx, err, false))
+			} else {
+				tc.maybeWritten.Store(true)
+				c.health.acks.Add(1)
+				ids[i] = ID{Cluster: c.name, Partition: pt.idx, MessageID: id}
+			}
+			wg.Done()
+		})
+		p.leave()
+	}
+	// Send the last batch now rather than at the linger's end.
+	if p.enter() {
+		if err := w.FlushWithCtx(ctx); err != nil {
+			fail(&ClusterError{Cluster: c.name, Op: "flush transaction", Err: err})
+		}
+		p.leave()
+	}
+	// Messages in a batch that Close dropped never report: stop waiting
+	// then.
+	if !waitGroup(p.closing, &wg) {
+		tc.maybeWritten.Store(true)
+		fail(c.sendError(ctx, chunk[0].msg.Key, pt.idx, ErrClosed, false))
+	}
+	return first
+}
