@@ -159,6 +159,8 @@ func (b *bulk) run(bp *bulkPart) {
 	}
 
 	var committing chan error // the commit of the transaction before; nil: none
+	// The begin of a transaction overlaps the write of the one before.
+	begin := b.begin(c)
 	for start := 0; start < len(bp.sm); {
 		if b.stop.Load() {
 			break
@@ -168,7 +170,12 @@ func (b *bulk) run(bp *bulkPart) {
 			break
 		}
 		end := chunkEnd(bp.sm, start, b.perTxn, b.cfg.maxBytes)
-		next, ok := b.write(w, bp, start, end, committing)
+		cur := begin
+		begin = nil
+		if end < len(bp.sm) {
+			begin = b.begin(c)
+		}
+		next, ok := b.write(w, bp, start, end, committing, cur)
 		if !ok {
 			committing = nil
 			break
@@ -179,45 +186,73 @@ func (b *bulk) run(bp *bulkPart) {
 	if committing != nil {
 		<-committing
 	}
+	if begin != nil {
+		// Begun for a transaction that will not be written.
+		if bg := <-begin; bg.err == nil {
+			p.endAllEmpty(context.WithoutCancel(b.ctx), bg.deadline, []*txnCluster{bg.tc})
+		}
+	}
 }
 
-// write runs one transaction of bp, the messages bp.sm[start:end], up to
-// its commit, which it starts and returns (a channel that is closed when the
-// commit ended). It first waits for committing, the commit of the
-// transaction before; ok is false when this transaction failed, or was
-// aborted because that commit failed.
-func (b *bulk) write(w *bulkWriter, bp *bulkPart, start, end int, committing chan error) (next chan error, ok bool) {
+// begun is a Pulsar transaction begun for a bulk transaction, or why not.
+type begun struct {
+	tc       *txnCluster
+	deadline time.Time // when its timeout ends
+	err      error
+}
+
+// begin begins a Pulsar transaction on c (from the pool when it can),
+// retrying a failed begin as Commit does, on a goroutine of its own.
+func (b *bulk) begin(c *cluster) <-chan begun {
+	p := b.p
+	ch := make(chan begun, 1)
+	p.goBG(func() {
+		tc := &txnCluster{c: c}
+		deadline := time.Now().Add(b.cfg.timeout)
+		for try := 0; ; try++ {
+			err := p.beginAll(b.ctx, b.cfg, []*txnCluster{tc}, deadline)
+			if err == nil {
+				break
+			}
+			if b.ctx.Err() != nil || errors.Is(err, ErrClosed) || try >= b.cfg.retries || p.closed.Load() {
+				// beginAll ended what began.
+				ch <- begun{err: err}
+				return
+			}
+			tc.txn = nil
+			time.Sleep(retryBackoff(try))
+		}
+		if !tc.begun.IsZero() {
+			deadline = minTime(deadline, tc.begun.Add(b.cfg.timeout))
+		}
+		ch <- begun{tc: tc, deadline: deadline}
+	})
+	return ch
+}
+
+// write runs one transaction of bp, the messages bp.sm[start:end], in the
+// Pulsar transaction begin delivers, up to its commit, which it starts and
+// returns (a channel that gets the commit's error). It first waits for
+// committing, the commit of the transaction before; ok is false when this
+// transaction failed, or was aborted because that commit failed.
+func (b *bulk) write(w *bulkWriter, bp *bulkPart, start, end int, committing chan error, begin <-chan begun) (next chan error, ok bool) {
 	p, c := b.p, bp.pt.c
 	chunk := bp.sm[start:end]
 	p.observeTxn(b.ctx, chunk)
-	tc := &txnCluster{c: c, parts: []*txnPart{{pt: bp.pt}}}
+	bg := <-begin
+	if bg.err != nil {
+		if committing != nil {
+			<-committing
+		}
+		b.end(chunk, nil, TxnResult{}, &TxnAbortError{Err: bg.err})
+		return nil, false
+	}
+	tc, deadline := bg.tc, bg.deadline
+	tc.parts = []*txnPart{{pt: bp.pt}}
 	plan := []*txnCluster{tc}
-	deadline := time.Now().Add(b.cfg.timeout)
-	// abort ends the transaction, if it began, after cause.
+	// abort ends the transaction after cause.
 	abort := func(cause error) {
-		if tc.txn == nil {
-			b.end(chunk, nil, TxnResult{}, &TxnAbortError{Err: cause})
-			return
-		}
 		b.end(chunk, nil, TxnResult{}, p.abortAll(b.ctx, plan, deadline, cause))
-	}
-
-	// Begin, retrying a failed begin as Commit does.
-	for try := 0; ; try++ {
-		err := p.beginAll(b.ctx, b.cfg, plan, deadline)
-		if err == nil {
-			break
-		}
-		if b.ctx.Err() != nil || errors.Is(err, ErrClosed) || try >= b.cfg.retries || p.closed.Load() {
-			// beginAll ended what began.
-			b.end(chunk, nil, TxnResult{}, &TxnAbortError{Err: err})
-			return nil, false
-		}
-		tc.txn = nil
-		time.Sleep(retryBackoff(try))
-	}
-	if !tc.begun.IsZero() {
-		deadline = minTime(deadline, tc.begun.Add(b.cfg.timeout))
 	}
 
 	ids := make([]ID, len(chunk))

@@ -123,10 +123,7 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 	}}
 	if wc.transactions {
 		l.newTxn = client.NewTransaction
-		bulk := wc
-		if bulk.name != "" {
-			bulk.nameSuffix = "-bulk"
-		}
+		bulk := bulkConfig(wc)
 		l.openBulk = func(ctx context.Context) ([]writer, error) { return openWriters(ctx, client, bulk) }
 	}
 	return l, nil
@@ -188,6 +185,26 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]
 		writers = append(writers, p)
 	}
 	return writers, nil
+}
+
+// Batch limits of the writers reserved for SendTxnBulk. They flush at the
+// end of each transaction, so larger limits put a transaction in fewer
+// batches (fewer broker entries) without delaying anything;
+// pulsar-client-go still cuts batches at the broker's maximum message size.
+const (
+	bulkBatchMaxMessages = DefaultTxnMaxMessages
+	bulkBatchMaxBytes    = 4 << 20
+)
+
+// bulkConfig is the configuration of the writers reserved for SendTxnBulk:
+// wc's, with larger batches and names of their own.
+func bulkConfig(wc writerConfig) writerConfig {
+	wc.batchMaxMessages = max(wc.batchMaxMessages, bulkBatchMaxMessages)
+	wc.batchMaxBytes = max(wc.batchMaxBytes, bulkBatchMaxBytes)
+	if wc.name != "" {
+		wc.nameSuffix = "-bulk"
+	}
+	return wc
 }
 
 // errNoWriters guards against a connector returning an empty link.

@@ -102,7 +102,8 @@ func (c *Cluster) Connects() (n int) {
 }
 
 // Writers returns how many partition writers are open on the cluster: a
-// connected Producer has one per partition until it closes.
+// connected Producer has one per partition until it closes, and one more
+// per partition, reserved for bulk transactions, once it used SendTxnBulk.
 func (c *Cluster) Writers() (n int) {
 	c.cs.locked(func() {
 		for _, p := range c.parts {
