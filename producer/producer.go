@@ -309,7 +309,7 @@ func (p *Producer) close(ctx context.Context) error {
 			defer wg.Done()
 			closeWriters(c.link.writers)
 			c.closeBulk()
-			p.drainPool(c)
+			p.drainPool(ctx, c)
 			if n := c.sweep(ErrClosed); n > 0 {
 				p.log().Warn("keyroute: messages failed at close", "cluster", c.name, "messages", n)
 			}

@@ -256,16 +256,27 @@ func (b *bulk) write(w *bulkWriter, bp *bulkPart, start, end int, committing cha
 	}
 
 	ids := make([]ID, len(chunk))
-	if err := p.writeBulk(b.ctx, w, tc, chunk, ids); err != nil {
+	if abandoned, err := p.writeBulk(b.ctx, w, tc, chunk, ids); err != nil {
 		if committing != nil {
 			<-committing
+		}
+		if abandoned != nil {
+			// ctx ended with sends in flight: abort once they end, in the
+			// background (Close waits), as Commit does.
+			p.goBG(func() {
+				abandoned()
+				p.abortAll(context.WithoutCancel(b.ctx), plan, deadline, nil)
+			})
+			b.end(chunk, nil, TxnResult{}, &TxnAbortError{MaybeVisible: []string{c.name}, Err: err})
+			return nil, false
 		}
 		abort(err)
 		return nil, false
 	}
 	if committing != nil {
 		if err := <-committing; err != nil {
-			abort(fmt.Errorf("the transaction before it on partition %d did not commit: %w", bp.pt.idx, errTxnStopped))
+			abort(&ClusterError{Cluster: c.name, Op: "bulk transaction",
+				Err: fmt.Errorf("the transaction before it on partition %d did not commit: %w", bp.pt.idx, errTxnStopped)})
 			return nil, false
 		}
 	}

@@ -39,6 +39,20 @@ func txnParts(fake *producertest.Clusters) map[uint64]map[string]bool {
 	return out
 }
 
+// writtenCommits counts the commits of transactions that had messages
+// sent (the bulk ends a transaction begun ahead and never written with an
+// empty commit).
+func writtenCommits(fake *producertest.Clusters) int {
+	written := txnParts(fake)
+	n := 0
+	for _, e := range fake.Events() {
+		if e.Op == producertest.OpCommit && written[e.Txn] != nil {
+			n++
+		}
+	}
+	return n
+}
+
 func TestSendTxnBulk(t *testing.T) {
 	// AsyncAcks holds messages until 7 are written or a flush: the bulk
 	// writers batch, and producertest panics if a batch could hold two
@@ -230,4 +244,36 @@ func TestSendTxnBulkWritersCloseWithTheProducer(t *testing.T) {
 	assert.Zero(t, fake.Cluster("c1").Writers())
 	_, err = p.SendTxnBulk(context.Background(), bulkMsgs(6, 6), 10)
 	assert.ErrorIs(t, err, producer.ErrClosed)
+}
+
+func TestSendTxnBulkCtxEndsDuringSends(t *testing.T) {
+	fake := newFake(1)
+	p := newTxnProducer(t, fake, 1)
+	fake.Cluster("c1").Hold()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Cancel once the first transaction's messages are written (and
+		// their acks held).
+		for count(fake, producertest.OpSend, "c1") < 10 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	// The acks are released only after SendTxnBulk returns: one that
+	// waited for them, not for its ctx, would never return.
+	res, err := p.SendTxnBulk(ctx, bulkMsgs(20, 2), 10)
+	require.ErrorIs(t, err, context.Canceled)
+	var ae *producer.TxnAbortError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, []string{"c1"}, ae.MaybeVisible)
+	assert.Zero(t, res.Committed)
+	assert.Len(t, res.NotCommitted, 20)
+	assert.Zero(t, writtenCommits(fake))
+
+	// The abort completes in the background once the sends finish.
+	fake.Cluster("c1").Release()
+	require.Eventually(t, func() bool { return count(fake, producertest.OpAbort, "c1") == 1 }, 5*time.Second, time.Millisecond)
+	assert.Zero(t, writtenCommits(fake))
+	require.NoError(t, p.Close(context.Background()))
 }

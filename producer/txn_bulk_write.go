@@ -2,11 +2,8 @@ package producer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
-
-	"github.com/apache/pulsar-client-go/pulsar"
 )
 
 // bulkWriter is a writer reserved for bulk transactions on one partition.
@@ -67,13 +64,16 @@ func (c *cluster) closeBulk() {
 // writeBulk writes chunk, the messages of one bulk transaction on one
 // partition, in tc's transaction through bw (nil: the partition's own
 // writer, one message at a time), and waits until every message has its
-// outcome. It stores the IDs in ids and returns the first failure.
-func (p *Producer) writeBulk(ctx context.Context, bw *bulkWriter, tc *txnCluster, chunk []stagedMsg, ids []ID) error {
+// outcome. It stores the IDs in ids and returns the first failure. When ctx
+// ends first it returns at once with abandoned set: calling abandoned waits
+// for the outstanding outcomes (and keeps bw until then).
+func (p *Producer) writeBulk(ctx context.Context, bw *bulkWriter, tc *txnCluster, chunk []stagedMsg, ids []ID) (abandoned func(), err error) {
 	c, pt := tc.c, chunk[0].pt
 	w := pt.w
+	unlock := func() {}
 	if bw != nil {
 		bw.mu.Lock()
-		defer bw.mu.Unlock()
+		unlock = bw.mu.Unlock
 		w = bw.w
 	}
 	var (
@@ -83,39 +83,9 @@ func (p *Producer) writeBulk(ctx context.Context, bw *bulkWriter, tc *txnCluster
 	)
 	fail := func(err error) { once.Do(func() { first = err }) }
 	for i := range chunk {
-		m := &chunk[i]
-		if err := c.budget.acquire(ctx, m.n, p.done, true, p.onCallbackGoroutine); err != nil {
-			fail(c.sendError(ctx, m.msg.Key, pt.idx, err, true))
+		if !p.handTxn(ctx, ctx, tc, w, bw == nil, &chunk[i], &ids[i], &wg, fail) {
 			break
 		}
-		if !p.enter() {
-			c.budget.release(1, m.n)
-			fail(c.sendError(ctx, m.msg.Key, pt.idx, ErrClosed, true))
-			break
-		}
-		pm := &pulsar.ProducerMessage{}
-		toPulsar(pm, m.msg, m.props)
-		pm.Transaction = tc.txn
-		if bw == nil && pm.DeliverAt.IsZero() {
-			pm.DeliverAt = sendAlone
-		}
-		tc.handed.Store(true)
-		wg.Add(1)
-		w.SendAsync(ctx, pm, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
-			c.budget.release(1, m.n)
-			if err != nil {
-				if !errors.Is(err, pulsar.ErrTransaction) {
-					tc.maybeWritten.Store(true)
-				}
-				fail(c.sendError(ctx, m.msg.Key, pt.idx, err, false))
-			} else {
-				tc.maybeWritten.Store(true)
-				c.health.acks.Add(1)
-				ids[i] = ID{Cluster: c.name, Partition: pt.idx, MessageID: id}
-			}
-			wg.Done()
-		})
-		p.leave()
 	}
 	// Send the last batch now rather than at the linger's end.
 	if p.enter() {
@@ -125,10 +95,38 @@ func (p *Producer) writeBulk(ctx context.Context, bw *bulkWriter, tc *txnCluster
 		p.leave()
 	}
 	// Messages in a batch that Close dropped never report: stop waiting
-	// then.
-	if !waitGroup(p.closing, &wg) {
-		tc.maybeWritten.Store(true)
-		fail(c.sendError(ctx, chunk[0].msg.Key, pt.idx, ErrClosed, false))
+	// then. pulsar-client-go does not give up on a message once it is
+	// queued, whatever its ctx: when ctx ends, stop waiting too.
+	outcomes := func() {
+		if !waitGroup(p.closing, &wg) {
+			tc.maybeWritten.Store(true)
+			fail(c.sendError(ctx, chunk[0].msg.Key, pt.idx, ErrClosed, false))
+		}
 	}
-	return first
+	if ctx.Done() == nil {
+		outcomes()
+		unlock()
+		return nil, first
+	}
+	done := make(chan struct{})
+	go func() {
+		outcomes()
+		close(done)
+	}()
+	select {
+	case <-done:
+		unlock()
+		return nil, first
+	case <-ctx.Done():
+	}
+	select {
+	case <-done:
+		unlock()
+		return nil, first
+	default:
+	}
+	return func() {
+		<-done
+		unlock()
+	}, ctx.Err()
 }

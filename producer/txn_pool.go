@@ -26,7 +26,9 @@ type txnPool struct {
 	ready   []pooledTxn
 	begins  int  // begins under way
 	started bool // a commit touched the cluster
-	closed  bool
+	closed  bool // Close is draining the pool: begin no more
+	drained bool // Close has ended the pool's transactions
+	idle    chan struct{} // closed when begins drops to 0 while closed; nil while nobody waits
 }
 
 type pooledTxn struct {
@@ -109,16 +111,22 @@ func (p *Producer) fillPool(c *cluster) {
 			t, err := c.link.newTxn(poolTimeout)
 			pool.mu.Lock()
 			pool.begins--
-			keep := err == nil && !pool.closed
-			if keep {
+			late := err == nil && pool.drained
+			if err == nil && !late {
 				pool.ready = append(pool.ready, pooledTxn{t: t, begun: begun})
+			}
+			if pool.begins == 0 && pool.idle != nil {
+				close(pool.idle)
+				pool.idle = nil
 			}
 			pool.mu.Unlock()
 			switch {
 			case err != nil:
 				p.log().Debug("keyroute: beginning a transaction ahead failed", "cluster", c.name, "error", err)
-			case !keep:
-				// Closing: end it here, as Close's drain has passed.
+			case late:
+				// Close stopped waiting for this begin: end it here; if the
+				// client is closed by now, the broker aborts it at its
+				// timeout.
 				_ = t.Commit(context.Background())
 			}
 		})
@@ -151,20 +159,45 @@ func (p *Producer) endStale(c *cluster, stale []pooledTxn) {
 	}
 }
 
-// drainPool ends the transactions c's pool holds and stops it filling; Close
-// calls it before it closes the cluster's client, and waits for the
-// commits with its other background calls.
-func (p *Producer) drainPool(c *cluster) {
+// drainPool ends the transactions c's pool holds and stops it filling. Close
+// calls it before it closes the cluster's client: it waits for the begins
+// under way (a begin that the client's close cut short would leave a
+// transaction for the broker to abort at its timeout), then ends every
+// transaction with an empty commit and waits for the answers. Each wait
+// ends with ctx, or after DownAfter (a coordinator that does not answer).
+func (p *Producer) drainPool(ctx context.Context, c *cluster) {
 	pool := c.pool
 	if pool == nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.downAfter)
+	defer cancel()
 	pool.mu.Lock()
 	pool.closed = true
+	var idle chan struct{}
+	if pool.begins > 0 {
+		pool.idle = make(chan struct{})
+		idle = pool.idle
+	}
+	pool.mu.Unlock()
+	if idle != nil {
+		select {
+		case <-idle:
+		case <-ctx.Done():
+		}
+	}
+	pool.mu.Lock()
+	pool.drained = true
 	ready := pool.ready
 	pool.ready = nil
 	pool.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, pt := range ready {
-		p.goBG(func() { _ = pt.t.Commit(context.Background()) })
+		wg.Add(1)
+		p.goBG(func() {
+			defer wg.Done()
+			_ = pt.t.Commit(context.WithoutCancel(ctx))
+		})
 	}
+	waitGroup(ctx, &wg)
 }

@@ -118,3 +118,47 @@ func TestTxnPrebeginBadCount(t *testing.T) {
 		assert.ErrorContains(t, err, "TxnPrebegin", "%d", n)
 	}
 }
+
+func TestTxnPrebeginCloseWaitsForABeginUnderWay(t *testing.T) {
+	fake := newFake(1)
+	// DownAfter bounds Close's wait for a begin; far longer than this test.
+	p := newTxnProducer(t, fake, 1, producer.TxnPrebegin(1), producer.DownAfter(time.Hour))
+	runOne(t, p, "a")
+	require.Eventually(t, func() bool { return p.Pooled()[0] == 1 }, 10*time.Second, time.Millisecond)
+	release := fake.Cluster("c1").StallBegins()
+	defer release()
+	runOne(t, p, "b") // takes the pooled one; the refill stalls
+	require.Eventually(t, func() bool { return fake.Cluster("c1").Stalled() == 1 }, 10*time.Second, time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close(context.Background()) }()
+	require.Never(t, func() bool { return len(closed) > 0 }, 50*time.Millisecond, time.Millisecond,
+		"Close waits for the begin under way")
+	release()
+	require.NoError(t, <-closed)
+	// Its transaction was ended before the client closed: no transaction
+	// is left open (a commit on a closed client fails).
+	open := map[uint64]bool{}
+	for _, e := range fake.Events() {
+		switch e.Op {
+		case producertest.OpBegin:
+			open[e.Txn] = true
+		case producertest.OpCommit:
+			delete(open, e.Txn)
+		}
+	}
+	assert.Empty(t, open)
+}
+
+func TestTxnPrebeginCloseStopsWaitingForABeginAfterDownAfter(t *testing.T) {
+	fake := newFake(1)
+	p := newTxnProducer(t, fake, 1, producer.TxnPrebegin(1), producer.DownAfter(20*time.Millisecond))
+	runOne(t, p, "a")
+	require.Eventually(t, func() bool { return p.Pooled()[0] == 1 }, 10*time.Second, time.Millisecond)
+	release := fake.Cluster("c1").StallBegins()
+	defer release()
+	runOne(t, p, "b") // takes the pooled one; the refill stalls
+	require.Eventually(t, func() bool { return fake.Cluster("c1").Stalled() == 1 }, 10*time.Second, time.Millisecond)
+	// The stalled begin ends with ErrClientClosed when the client closes,
+	// which Close does once it stopped waiting.
+	require.NoError(t, p.Close(context.Background()))
+}

@@ -87,49 +87,62 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 		if sctx.Err() != nil {
 			return
 		}
-		m := &msgs[i]
-		if err := c.budget.acquire(sctx, m.n, p.done, true, p.onCallbackGoroutine); err != nil {
-			if sctx.Err() == nil || ctx.Err() != nil {
-				fail(c.sendError(ctx, m.msg.Key, pt.idx, err, true))
-			}
+		if !p.handTxn(ctx, sctx, tc, pt.w, true, &msgs[i], &ids[i], wg, fail) {
 			return
 		}
-		if !p.enter() {
-			c.budget.release(1, m.n)
-			fail(c.sendError(ctx, m.msg.Key, pt.idx, ErrClosed, true))
-			return
-		}
-		pm := &pulsar.ProducerMessage{}
-		toPulsar(pm, m.msg, m.props)
-		pm.Transaction = tc.txn
-		if pm.DeliverAt.IsZero() {
-			// A message's own DeliverAt (after 1970: see check) also
-			// sends it alone.
-			pm.DeliverAt = sendAlone
-		}
-		tc.handed.Store(true)
-		wg.Add(1)
-		tc.handMu.Lock()
-		pt.w.SendAsync(sctx, pm, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
-			c.budget.release(1, m.n)
-			if err != nil {
-				// pulsar.ErrTransaction comes from the checks before the
-				// message is queued (transaction not open, partition not
-				// registered): nothing was written.
-				if !errors.Is(err, pulsar.ErrTransaction) {
-					tc.maybeWritten.Store(true)
-				}
-				fail(c.sendError(ctx, m.msg.Key, pt.idx, err, false))
-			} else {
-				tc.maybeWritten.Store(true)
-				c.health.acks.Add(1)
-				ids[i] = ID{Cluster: c.name, Partition: pt.idx, MessageID: id}
-			}
-			wg.Done()
-		})
-		tc.handMu.Unlock()
-		p.leave()
 	}
+}
+
+// handTxn hands m, a message of tc's transaction, to w (alone: never
+// batched, see sendAlone) and counts it in wg until its outcome, which
+// stores its ID in id or calls fail. It reports whether m was handed over;
+// when not, it called fail unless sctx (the send phase's ctx, derived from
+// ctx) was cancelled by another failure. tc.handMu serialises the
+// hand-overs of a transaction's messages (see internals.go).
+func (p *Producer) handTxn(ctx, sctx context.Context, tc *txnCluster, w writer, alone bool, m *stagedMsg, id *ID, wg *sync.WaitGroup, fail func(error)) bool {
+	c, pt := tc.c, m.pt
+	if err := c.budget.acquire(sctx, m.n, p.done, true, p.onCallbackGoroutine); err != nil {
+		if sctx.Err() == nil || ctx.Err() != nil {
+			fail(c.sendError(ctx, m.msg.Key, pt.idx, err, true))
+		}
+		return false
+	}
+	if !p.enter() {
+		c.budget.release(1, m.n)
+		fail(c.sendError(ctx, m.msg.Key, pt.idx, ErrClosed, true))
+		return false
+	}
+	pm := &pulsar.ProducerMessage{}
+	toPulsar(pm, m.msg, m.props)
+	pm.Transaction = tc.txn
+	if alone && pm.DeliverAt.IsZero() {
+		// A message's own DeliverAt (after 1970: see check) also sends
+		// it alone.
+		pm.DeliverAt = sendAlone
+	}
+	tc.handed.Store(true)
+	wg.Add(1)
+	tc.handMu.Lock()
+	w.SendAsync(sctx, pm, func(mid pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+		c.budget.release(1, m.n)
+		if err != nil {
+			// pulsar.ErrTransaction comes from the checks before the
+			// message is queued (transaction not open, partition not
+			// registered): nothing was written.
+			if !errors.Is(err, pulsar.ErrTransaction) {
+				tc.maybeWritten.Store(true)
+			}
+			fail(c.sendError(ctx, m.msg.Key, pt.idx, err, false))
+		} else {
+			tc.maybeWritten.Store(true)
+			c.health.acks.Add(1)
+			*id = ID{Cluster: c.name, Partition: pt.idx, MessageID: mid}
+		}
+		wg.Done()
+	})
+	tc.handMu.Unlock()
+	p.leave()
+	return true
 }
 
 // key returns the key of the partition's first message, for errors that

@@ -245,14 +245,15 @@ var _ = Describe("transactions over five clusters", Ordered, func() {
 
 		// Each touched cluster began its pool's two beyond the commits'
 		// own, and Close ended them with empty commits: as many commits as
-		// begins, and no abort. (Counts are the brokers', so they wait for
-		// their metrics to catch up.)
+		// begins, and no abort. The counts are the brokers' and settle
+		// within a transaction timeout: a transaction left open is aborted
+		// by then.
 		Eventually(func(g Gomega) {
 			created, committed, aborted := counts()
 			g.Expect(created - created0).To(BeNumerically(">=", len(msgs)+2*len(keys)))
 			g.Expect(committed-committed0).To(Equal(created-created0), "every transaction begun was committed")
 			g.Expect(aborted - aborted0).To(BeZero())
-		}).WithContext(ctx).WithPolling(time.Second).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(producer.DefaultTxnTimeout + 10*time.Second).WithPolling(time.Second).Should(Succeed())
 	}, SpecTimeout(5*time.Minute))
 
 	It("commits many messages per transaction with SendTxnBulk", func(ctx SpecContext) {

@@ -184,3 +184,13 @@ type client struct {
 }
 
 func (cl *client) close() { close(cl.gone) }
+
+// closed reports whether cl is closed.
+func (cl *client) closed() bool {
+	select {
+	case <-cl.gone:
+		return true
+	default:
+		return false
+	}
+}

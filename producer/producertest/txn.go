@@ -124,7 +124,9 @@ func (cl *client) begin() (pulsar.Transaction, error) {
 	return t, nil
 }
 
-// Commit commits the transaction: its messages become visible.
+// Commit commits the transaction: its messages become visible. As
+// pulsar-client-go's, it fails once its client is closed, unless
+// OutliveClose.
 func (t *txn) Commit(context.Context) error {
 	c := t.cl.c
 	err := t.cl.pass(&c.commits)
@@ -132,6 +134,8 @@ func (t *txn) Commit(context.Context) error {
 	defer c.cs.mu.Unlock()
 	switch {
 	case err != nil:
+	case t.cl.closed() && !c.outlive:
+		err = ErrClientClosed
 	case t.state != pulsar.TxnOpen:
 		err = fmt.Errorf("%w: transaction %d", ErrTxnNotOpen, t.id)
 	default:
