@@ -24,10 +24,10 @@ type txnPool struct {
 
 	mu      sync.Mutex // guards the fields below
 	ready   []pooledTxn
-	begins  int  // begins under way
-	started bool // a commit touched the cluster
-	closed  bool // Close is draining the pool: begin no more
-	drained bool // Close has ended the pool's transactions
+	begins  int           // begins under way
+	started bool          // a commit touched the cluster
+	closed  bool          // Close is draining the pool: begin no more
+	drained bool          // Close has ended the pool's transactions
 	idle    chan struct{} // closed when begins drops to 0 while closed; nil while nobody waits
 }
 
