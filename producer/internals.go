@@ -41,16 +41,17 @@ func inflightOf(pm *pulsar.ProducerMessage) *inflight {
 // a batch with plain messages or another transaction's.
 var sendAlone = time.Unix(0, 0)
 
-// SendTxnBulk's reserved writers (txn_bulk_write.go): a batch carries the
-// transaction of its first message in its CommandSend, and v0.21.0 never
-// clears it (internal/batch_builder.go: Add sets TxnidMostBits and
-// TxnidLeastBits only for a transactional message, and reset leaves them),
-// so after a transactional batch, the next batch of a writer keeps that
-// transaction even when its messages have none (the open
-// apache/pulsar-client-go#1499 clears them). A writer reserved for bulk
-// transactions only ever sends messages of one transaction at a time, and
-// a partition's own writer never batches a transactional message
-// (sendAlone), so no batch is sent with a transaction it does not belong to.
+// SendTxnBulk's reserved writers (txn_bulk_write.go) batch transactional
+// messages, one transaction at a time (see sendAlone for why a batch must
+// not mix them). v0.21.0 also never clears a batch's transaction from the
+// send command it reuses (internal/batch_builder.go: Add sets TxnidMostBits
+// and TxnidLeastBits for a transactional first message, reset leaves them;
+// the open apache/pulsar-client-go#1499 clears them), so a writer's plain
+// batch after a transactional one goes out with that transaction's id. A
+// 4.0.8 broker accepted and delivered such batches when tried (e2e/txn,
+// 2026-11-25), so no effect is pinned; the SDK never sends one: a reserved
+// writer carries only transactional messages, and a partition's own writer
+// never batches one.
 
 // notSent reports whether err, an error pulsar-client-go reported for one
 // message, means that the message never left the client. In v0.21.0 these

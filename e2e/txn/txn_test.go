@@ -274,35 +274,6 @@ var _ = Describe("transactions over five clusters", Ordered, func() {
 		checkExactlyOnceInOrder(p, msgs, drainAll(ctx, topic, 3*time.Second))
 	}, SpecTimeout(5*time.Minute))
 
-	It("CANARY apache/pulsar-client-go#1499: a batch after a transactional batch is sent in that transaction", func(ctx SpecContext) {
-		// v0.21.0's batch container sets the transaction of a batch's first
-		// message on its send command and never clears it, so the next
-		// batch of the producer goes out in that transaction even when its
-		// messages have none; here the transaction has committed, and the
-		// plain message fails. producer.SendTxnBulk writes through writers
-		// of its own for this reason (producer/internals.go). When this
-		// spec fails because the plain send succeeds, the bug is fixed.
-		c := bed.Clusters()[0]
-		topic := uniqueTopic("canary-batch")
-		client, err := bedsuite.Client(c.ServiceURL, true)
-		Expect(err).NotTo(HaveOccurred())
-		defer client.Close()
-		// Batching on (the default); a sync Send flushes its batch at once.
-		prod, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: 5 * time.Second})
-		Expect(err).NotTo(HaveOccurred())
-		defer prod.Close()
-		_, err = prod.Send(ctx, &pulsar.ProducerMessage{Key: "k", Payload: []byte("plain before")})
-		Expect(err).NotTo(HaveOccurred(), "a plain batch before any transaction")
-		tx, err := client.NewTransaction(time.Minute)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = prod.Send(ctx, &pulsar.ProducerMessage{Key: "k", Payload: []byte("txn"), Transaction: tx})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(tx.Commit(ctx)).To(Succeed())
-		_, err = prod.Send(ctx, &pulsar.ProducerMessage{Key: "k", Payload: []byte("plain after")})
-		Expect(err).To(HaveOccurred(), "apache/pulsar-client-go#1499 seems FIXED: a plain batch after a transactional one was written; SendTxnBulk's reserved writers could go")
-		GinkgoWriter.Printf("the plain send after the transactional batch: %v\n", err)
-	}, SpecTimeout(2*time.Minute))
-
 	It("CANARY apache/pulsar-client-go#1498: messages of an aborted Pulsar transaction are still delivered", func(ctx SpecContext) {
 		// Today (pulsar-client-go v0.21.0) the transaction id is not in the
 		// message metadata, so the broker delivers the messages of an
