@@ -505,7 +505,7 @@ func TxnMaxBytes(n int64) TxnOpt { return txnOptFunc(func(c *txnCfg) { c.maxByte
 // atomic: the first message's key picks the cluster, and Send returns a
 // *CrossClusterError (ErrTxnCrossCluster) for any later key that routes to
 // another. Keyless messages always go to the transaction's cluster.
-// SendTxnBulk transactions are always confined to one cluster each.
+// SendTxnBulk transactions are always confined to one partition each.
 func TxnSingleCluster() TxnOpt { return txnOptFunc(func(c *txnCfg) { c.singleCluster = true }) }
 
 // TxnRetries sets how many times Commit tries again after an attempt that
@@ -526,7 +526,7 @@ func TxnRetries(n int) TxnOpt { return txnOptFunc(func(c *txnCfg) { c.retries = 
 // wrapping it); since messages have been written by then, see
 // apache/pulsar-client-go#1498 on TxnAbortError. The hook runs on the
 // committing goroutine; under SendTxnBulk it runs once per Pulsar
-// transaction and may run concurrently for different clusters. It exists for
+// transaction and may run concurrently for different partitions. It exists for
 // last-moment checks and for fault-injection tests.
 func BeforeCommit(fn func(ctx context.Context, clusters []string) error) TxnOpt {
 	return txnOptFunc(func(c *txnCfg) { c.beforeCommit = fn })
