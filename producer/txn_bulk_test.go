@@ -124,24 +124,36 @@ func TestSendTxnBulkConcurrentCallsNeverShareABatch(t *testing.T) {
 	assert.Equal(t, 1200, len(vis[0])+len(vis[1]))
 }
 
+// bulkOut is what a SendTxnBulk returned.
+type bulkOut struct {
+	res producer.BulkResult
+	err error
+}
+
+// bulkPastAStalledCommit starts a SendTxnBulk of 30 messages in 3
+// transactions on p's one partition with the commits stalled, and returns
+// once the second transaction was written while the first one's commit
+// waits: release lets the commits go, done gets the call's result.
+func bulkPastAStalledCommit(t *testing.T, fake *producertest.Clusters, p *producer.Producer) (release func(), done <-chan bulkOut) {
+	t.Helper()
+	release = fake.Cluster("c1").StallCommits()
+	t.Cleanup(release)
+	ch := make(chan bulkOut, 1)
+	go func() {
+		res, err := p.SendTxnBulk(context.Background(), bulkMsgs(30, 3), 10)
+		ch <- bulkOut{res, err}
+	}()
+	require.Eventually(t, func() bool { return len(txnParts(fake)) == 2 && fake.Cluster("c1").Stalled() == 1 },
+		10*time.Second, time.Millisecond)
+	return release, ch
+}
+
 func TestSendTxnBulkWritesTheNextTransactionWhileOneCommits(t *testing.T) {
 	fake := newFake(1)
 	p := newTxnProducer(t, fake, 1)
-	release := fake.Cluster("c1").StallCommits()
-	defer release()
-	type out struct {
-		res producer.BulkResult
-		err error
-	}
-	done := make(chan out, 1)
-	go func() {
-		res, err := p.SendTxnBulk(context.Background(), bulkMsgs(30, 3), 10)
-		done <- out{res, err}
-	}()
 	// The second transaction is written while the first one's commit
 	// waits, and is not committed before it.
-	require.Eventually(t, func() bool { return len(txnParts(fake)) == 2 && fake.Cluster("c1").Stalled() == 1 },
-		10*time.Second, time.Millisecond)
+	release, done := bulkPastAStalledCommit(t, fake, p)
 	assert.Equal(t, 1, fake.Cluster("c1").Stalled(), "one commit at a time per partition")
 	release()
 	o := <-done
@@ -207,18 +219,7 @@ func TestSendTxnBulkStopsAtFirstFailure(t *testing.T) {
 func TestSendTxnBulkAbortsTheWrittenTransactionWhenTheOneBeforeFails(t *testing.T) {
 	fake := newFake(1)
 	p := newTxnProducer(t, fake, 1)
-	release := fake.Cluster("c1").StallCommits()
-	type out struct {
-		res producer.BulkResult
-		err error
-	}
-	done := make(chan out, 1)
-	go func() {
-		res, err := p.SendTxnBulk(context.Background(), bulkMsgs(30, 3), 10)
-		done <- out{res, err}
-	}()
-	require.Eventually(t, func() bool { return len(txnParts(fake)) == 2 && fake.Cluster("c1").Stalled() == 1 },
-		10*time.Second, time.Millisecond)
+	release, done := bulkPastAStalledCommit(t, fake, p)
 	fake.Cluster("c1").FailCommits(errBoom)
 	release()
 	o := <-done

@@ -40,11 +40,18 @@ func beginsBy(fake *producertest.Clusters, cluster string) (txns []uint64) {
 	return txns
 }
 
+// startPool commits one message on p's first cluster, which starts its
+// pool, and waits until the pool holds n transactions.
+func startPool(t *testing.T, p *producer.Producer, n int) {
+	t.Helper()
+	runOne(t, p, "a")
+	require.Eventually(t, func() bool { return p.Pooled()[0] == n }, 10*time.Second, time.Millisecond)
+}
+
 func TestTxnPrebeginCommitTakesATransactionBegunBefore(t *testing.T) {
 	fake := newFake(2)
 	p := newTxnProducer(t, fake, 1, producer.TxnPrebegin(1))
-	runOne(t, p, "a") // starts the pool
-	require.Eventually(t, func() bool { return p.Pooled()[0] == 1 }, 10*time.Second, time.Millisecond)
+	startPool(t, p, 1)
 
 	begun := beginsBy(fake, "c1")
 	runOne(t, p, "b")
@@ -56,8 +63,7 @@ func TestTxnPrebeginCommitTakesATransactionBegunBefore(t *testing.T) {
 func TestTxnPrebeginRefreshEndsStaleTransactionsEmpty(t *testing.T) {
 	fake := newFake(2)
 	p := newTxnProducer(t, fake, 1, producer.TxnPrebegin(2))
-	runOne(t, p, "a")
-	require.Eventually(t, func() bool { return p.Pooled()[0] == 2 }, 10*time.Second, time.Millisecond)
+	startPool(t, p, 2)
 	stale := beginsBy(fake, "c1")
 
 	p.AgePool(producer.DefaultTxnTimeout / 2)
@@ -80,8 +86,7 @@ func TestTxnPrebeginRefreshEndsStaleTransactionsEmpty(t *testing.T) {
 func TestTxnPrebeginOtherTimeoutBeginsItsOwn(t *testing.T) {
 	fake := newFake(2)
 	p := newTxnProducer(t, fake, 1, producer.TxnPrebegin(1))
-	runOne(t, p, "a")
-	require.Eventually(t, func() bool { return p.Pooled()[0] == 1 }, 10*time.Second, time.Millisecond)
+	startPool(t, p, 1)
 	runOne(t, p, "b", producer.TxnTimeout(time.Hour))
 	assert.Equal(t, []int{1}, p.Pooled(), "the pooled transaction has the default timeout: left for others")
 }
@@ -123,8 +128,7 @@ func TestTxnPrebeginCloseWaitsForABeginUnderWay(t *testing.T) {
 	fake := newFake(1)
 	// DownAfter bounds Close's wait for a begin; far longer than this test.
 	p := newTxnProducer(t, fake, 1, producer.TxnPrebegin(1), producer.DownAfter(time.Hour))
-	runOne(t, p, "a")
-	require.Eventually(t, func() bool { return p.Pooled()[0] == 1 }, 10*time.Second, time.Millisecond)
+	startPool(t, p, 1)
 	release := fake.Cluster("c1").StallBegins()
 	defer release()
 	runOne(t, p, "b") // takes the pooled one; the refill stalls
@@ -152,8 +156,7 @@ func TestTxnPrebeginCloseWaitsForABeginUnderWay(t *testing.T) {
 func TestTxnPrebeginCloseStopsWaitingForABeginAfterDownAfter(t *testing.T) {
 	fake := newFake(1)
 	p := newTxnProducer(t, fake, 1, producer.TxnPrebegin(1), producer.DownAfter(20*time.Millisecond))
-	runOne(t, p, "a")
-	require.Eventually(t, func() bool { return p.Pooled()[0] == 1 }, 10*time.Second, time.Millisecond)
+	startPool(t, p, 1)
 	release := fake.Cluster("c1").StallBegins()
 	defer release()
 	runOne(t, p, "b") // takes the pooled one; the refill stalls
