@@ -24,6 +24,7 @@ type cluster struct {
 	bulkMu     sync.Mutex    // guards the fields below
 	bulk       []*bulkWriter // writers reserved for SendTxnBulk, per partition; nil until its first use
 	bulkClosed bool
+	bulkNone   bool // the writers take no second producer (access mode)
 
 	// onAck is the one callback every message of the cluster is handed to
 	// pulsar-client-go with, so that a send allocates no closure per

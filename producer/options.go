@@ -263,7 +263,10 @@ func Schema(s pulsar.Schema) Opt { return optFunc(func(c *cfg) { c.schema = s })
 // MaxReconnectToBroker, BackOffPolicyFunc, ProducerAccessMode,
 // DisableMultiSchema. The Producer owns Topic (fn's change is undone) and
 // relies on its own SendTimeout, MaxPendingMessages and batching settings
-// for its outcome and buffer promises: change those with the options.
+// for its outcome and buffer promises: change those with the options. fn
+// is also called for the writers SendTxnBulk reserves (see SendTxnBulk):
+// their names, if any, get "-bulk" appended after fn, and with an access
+// mode other than Shared none are opened.
 func ConfigureWriter(fn func(cluster string, partition int, o *pulsar.ProducerOptions)) Opt {
 	return optFunc(func(c *cfg) { c.configureWriter = fn })
 }

@@ -36,7 +36,10 @@ type BulkResult struct {
 // the first SendTxnBulk; named "<Name>-<cluster>-<partition>-bulk" under
 // Name), which batch: no batch can mix transactions, because a reserved
 // writer takes the next transaction's messages only once every message of
-// the one before has been acknowledged.
+// the one before has been acknowledged. When ConfigureWriter sets a
+// ProducerAccessMode other than Shared, a partition takes no second
+// producer: the messages then go through the partitions' own writers one
+// by one, as a Txn's.
 //
 // At the first failure SendTxnBulk starts no further transaction anywhere
 // (those already committing finish; a transaction written while the one

@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -19,19 +20,27 @@ type bulkWriter struct {
 
 // bulkWriter returns the writer reserved for bulk transactions on c's
 // partition idx, opening c's reserved writers at their first use. It
-// returns nil without reserved writers (a connector that has none): then
-// the partition's own writer takes the messages one by one, as a Txn's.
+// returns nil without reserved writers (a connector that has none, or
+// writers whose access mode takes no second producer): then the
+// partition's own writer takes the messages one by one, as a Txn's.
 func (c *cluster) bulkWriter(ctx context.Context, idx int) (*bulkWriter, error) {
 	if c.link.openBulk == nil {
 		return nil, nil
 	}
 	c.bulkMu.Lock()
 	defer c.bulkMu.Unlock()
-	if c.bulkClosed {
+	switch {
+	case c.bulkClosed:
 		return nil, ErrClosed
+	case c.bulkNone:
+		return nil, nil
 	}
 	if c.bulk == nil {
 		ws, err := c.link.openBulk(ctx)
+		if errors.Is(err, errBulkNotShared) {
+			c.bulkNone = true
+			return nil, nil
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -53,7 +53,8 @@ type writerConfig struct {
 	clients          *keyroute.Clients                             // nil: open a client per cluster
 	cluster          string                                        // for the writers' names
 	name             string                                        // "": names chosen by the broker
-	nameSuffix       string                                        // after the writers' names ("-bulk" for SendTxnBulk's)
+	nameSuffix       string                                        // after the writers' names, if named
+	bulk             bool                                          // the writers reserved for SendTxnBulk
 	level            Level
 	keyBatching      bool
 	chunkMax         int
@@ -171,11 +172,19 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]
 			o.BatcherBuilderType = pulsar.KeyBasedBatchBuilder
 		}
 		if wc.name != "" {
-			o.Name = wc.name + "-" + wc.cluster + "-" + strconv.Itoa(i) + wc.nameSuffix
+			o.Name = wc.name + "-" + wc.cluster + "-" + strconv.Itoa(i)
 		}
 		if wc.configureWriter != nil {
 			wc.configureWriter(wc.cluster, i, &o)
 			o.Topic = t
+		}
+		if o.Name != "" {
+			o.Name += wc.nameSuffix
+		}
+		if wc.bulk && o.ProducerAccessMode != pulsar.ProducerAccessModeShared {
+			// A second producer on the partition would be refused.
+			closeAll()
+			return nil, errBulkNotShared
 		}
 		p, err := client.CreateProducer(o)
 		if err != nil {
@@ -197,15 +206,20 @@ const (
 )
 
 // bulkConfig is the configuration of the writers reserved for SendTxnBulk:
-// wc's, with larger batches and names of their own.
+// wc's, with larger batches, and names (when the writers have names, from
+// Name or ConfigureWriter) ending in "-bulk".
 func bulkConfig(wc writerConfig) writerConfig {
 	wc.batchMaxMessages = max(wc.batchMaxMessages, bulkBatchMaxMessages)
 	wc.batchMaxBytes = max(wc.batchMaxBytes, bulkBatchMaxBytes)
-	if wc.name != "" {
-		wc.nameSuffix = "-bulk"
-	}
+	wc.nameSuffix = "-bulk"
+	wc.bulk = true
 	return wc
 }
+
+// errBulkNotShared is openBulk's answer when ConfigureWriter sets a
+// ProducerAccessMode other than Shared: a partition then takes no second
+// producer, and SendTxnBulk writes through the partitions' own writers.
+var errBulkNotShared = errors.New("the writers' access mode is not shared")
 
 // errNoWriters guards against a connector returning an empty link.
 var errNoWriters = errors.New("no partition writers")

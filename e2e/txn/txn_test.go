@@ -274,6 +274,31 @@ var _ = Describe("transactions over five clusters", Ordered, func() {
 		checkExactlyOnceInOrder(p, msgs, drainAll(ctx, topic, 3*time.Second))
 	}, SpecTimeout(5*time.Minute))
 
+	It("runs SendTxnBulk beside named writers, and under an exclusive access mode through the partitions' own writers", func(ctx SpecContext) {
+		bulk := func(prefix string, opts ...producer.Opt) {
+			topic := uniqueTopic(prefix)
+			Expect(createTopic(ctx, bed, topic)).To(Succeed())
+			p, err := newProducer(ctx, bed, topic, opts...)
+			Expect(err).NotTo(HaveOccurred())
+			defer p.Close(context.Background())
+			var msgs []*producer.Message
+			for i := range 600 {
+				k := fmt.Sprintf("%s-%d", prefix, i%31)
+				msgs = append(msgs, &producer.Message{Key: k, Value: value(k, i, prefix)})
+			}
+			res, err := p.SendTxnBulk(ctx, msgs, 100)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Committed).To(Equal(len(msgs)))
+			checkExactlyOnceInOrder(p, msgs, drainAll(ctx, topic, 3*time.Second))
+		}
+		By("named writers: the reserved ones are named apart (the broker refuses a second producer of one name)")
+		bulk("named", producer.Name("bulk-named"))
+		By("an exclusive access mode: no second producer per partition")
+		bulk("exclusive", producer.ConfigureWriter(func(_ string, _ int, o *pulsar.ProducerOptions) {
+			o.ProducerAccessMode = pulsar.ProducerAccessModeExclusive
+		}))
+	}, SpecTimeout(5*time.Minute))
+
 	It("CANARY apache/pulsar-client-go#1498: messages of an aborted Pulsar transaction are still delivered", func(ctx SpecContext) {
 		// Today (pulsar-client-go v0.21.0) the transaction id is not in the
 		// message metadata, so the broker delivers the messages of an
