@@ -173,7 +173,7 @@ func ExamplePartialCommitError() {
 }
 
 // Imports: many messages in transactions of up to perTxn messages each,
-// one cluster per transaction.
+// one partition per transaction.
 func ExampleProducer_SendTxnBulk() {
 	ctx := context.Background()
 	fake := producertest.New()

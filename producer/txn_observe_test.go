@@ -3,6 +3,7 @@ package producer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -149,4 +150,40 @@ func TestTxnObservedAbortAndRetry(t *testing.T) {
 		require.Equal(t, 1, count(fake, producertest.OpBegin, c[0]), "the retry began")
 		assert.NoError(t, obs.done(t, key).Err)
 	})
+}
+
+func TestTxnObservedBulk(t *testing.T) {
+	fake := newFake(2)
+	obs := newRecObserver()
+	p := newTxnProducer(t, fake, 2, producer.Observe(obs))
+	c := p.Clusters()
+	fake.Cluster(c[1]).FailCommits(errBoom)
+	msgs := make([]*producer.Message, 40)
+	for i := range msgs {
+		msgs[i] = &producer.Message{Key: fmt.Sprintf("bulk-%d", i)} // one message per key
+	}
+	_, err := p.SendTxnBulk(context.Background(), msgs, 5)
+	require.Error(t, err)
+	require.NotEmpty(t, obs.starts)
+	// Every message of a transaction that committed has its ID; every
+	// other one that started has its transaction's error. The bulk stops at
+	// the first failure, so some never start.
+	for _, m := range msgs {
+		obs.mu.Lock()
+		started := obs.starts[m.Key]
+		obs.mu.Unlock()
+		if started == 0 {
+			continue
+		}
+		ev := obs.done(t, m.Key)
+		assert.Equal(t, producer.OpSendTxn, ev.Op)
+		if cl, _ := p.Placement(m.Key); cl == c[1] {
+			assert.Error(t, ev.Err, m.Key)
+			continue
+		}
+		if ev.Err == nil {
+			assert.NotZero(t, ev.ID, m.Key)
+			assert.Equal(t, c[0], ev.ID.Cluster)
+		}
+	}
 }
