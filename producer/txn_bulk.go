@@ -148,16 +148,8 @@ func (b *bulk) run(bp *bulkPart) {
 		b.fail(&TxnAbortError{Err: &ClusterError{Cluster: c.name, Op: "open bulk writer", Err: err}})
 		return
 	}
-	// Messages of this partition handed over before the call are written
-	// first, so that a key's order holds across plain and bulk messages.
-	if !p.enter() {
-		b.fail(&TxnAbortError{Err: c.sendError(b.ctx, bp.sm[0].msg.Key, pt.idx, ErrClosed, true)})
-		return
-	}
-	err = pt.w.FlushWithCtx(b.ctx)
-	p.leave()
-	if err != nil {
-		b.fail(&TxnAbortError{Err: &ClusterError{Cluster: c.name, Op: "flush before transaction", Err: err}})
+	if err := p.flushBefore(b.ctx, b.ctx, pt, bp.sm[0].msg.Key); err != nil {
+		b.fail(&TxnAbortError{Err: err})
 		return
 	}
 
@@ -223,7 +215,14 @@ func (b *bulk) begin(c *cluster) <-chan begun {
 				return
 			}
 			tc.txn = nil
-			time.Sleep(retryBackoff(try))
+			t := time.NewTimer(retryBackoff(try))
+			select {
+			case <-t.C:
+			case <-b.ctx.Done():
+				t.Stop()
+				ch <- begun{err: abandonRetry(err, b.ctx.Err())}
+				return
+			}
 		}
 		if !tc.begun.IsZero() {
 			deadline = minTime(deadline, tc.begun.Add(b.cfg.timeout))

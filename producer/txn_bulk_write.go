@@ -103,39 +103,36 @@ func (p *Producer) writeBulk(ctx context.Context, bw *bulkWriter, tc *txnCluster
 		}
 		p.leave()
 	}
-	// Messages in a batch that Close dropped never report: stop waiting
-	// then. pulsar-client-go does not give up on a message once it is
-	// queued, whatever its ctx: when ctx ends, stop waiting too.
-	outcomes := func() {
-		if !waitGroup(p.closing, &wg) {
-			tc.maybeWritten.Store(true)
-			fail(c.sendError(ctx, chunk[0].msg.Key, pt.idx, ErrClosed, false))
-		}
-	}
-	if ctx.Done() == nil {
-		outcomes()
-		unlock()
-		return nil, first
-	}
+	// pulsar-client-go does not give up on a message once it is queued,
+	// whatever its ctx, and messages in a batch that Close dropped never
+	// report: wait for the outcomes, Close or ctx, whichever comes first.
 	done := make(chan struct{})
 	go func() {
-		outcomes()
+		wg.Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
-		unlock()
-		return nil, first
+	case <-p.done:
+		select {
+		case <-done:
+		default:
+			tc.maybeWritten.Store(true)
+			fail(c.sendError(ctx, chunk[0].msg.Key, pt.idx, ErrClosed, false))
+		}
 	case <-ctx.Done():
+		select {
+		case <-done:
+		default:
+			return func() {
+				select {
+				case <-done:
+				case <-p.done:
+				}
+				unlock()
+			}, ctx.Err()
+		}
 	}
-	select {
-	case <-done:
-		unlock()
-		return nil, first
-	default:
-	}
-	return func() {
-		<-done
-		unlock()
-	}, ctx.Err()
+	unlock()
+	return nil, first
 }

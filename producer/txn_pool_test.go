@@ -87,8 +87,11 @@ func TestTxnPrebeginOtherTimeoutBeginsItsOwn(t *testing.T) {
 	fake := newFake(2)
 	p := newTxnProducer(t, fake, 1, producer.TxnPrebegin(1))
 	startPool(t, p, 1)
+	begun := beginsBy(fake, "c1")
 	runOne(t, p, "b", producer.TxnTimeout(time.Hour))
-	assert.Equal(t, []int{1}, p.Pooled(), "the pooled transaction has the default timeout: left for others")
+	sends := txnOfSends(fake, "c1")
+	assert.NotContains(t, begun, sends[len(sends)-1], "the pooled transaction has the default timeout: the commit began its own")
+	assert.Equal(t, []int{1}, p.Pooled(), "and left the pooled one for others")
 }
 
 func TestTxnPrebeginCloseEndsPooledTransactions(t *testing.T) {

@@ -67,19 +67,9 @@ func (p *Producer) sendAll(ctx context.Context, plan []*txnCluster, msgs []stage
 // sendPart writes one partition's messages of the transaction.
 func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPart, msgs []stagedMsg, ids []ID,
 	wg *sync.WaitGroup, fail func(error)) {
-	c, pt := tc.c, tp.pt
-	// Messages of this partition handed over before Commit are written
-	// first, so that a key's order holds across plain and transactional
-	// messages (transactional ones are not batched and would overtake).
-	if !p.enter() {
-		fail(c.sendError(ctx, tp.key(msgs), pt.idx, ErrClosed, true))
-		return
-	}
-	err := pt.w.FlushWithCtx(sctx)
-	p.leave()
-	if err != nil {
-		if sctx.Err() == nil {
-			fail(&ClusterError{Cluster: c.name, Op: "flush before transaction", Err: err})
+	if err := p.flushBefore(ctx, sctx, tp.pt, tp.key(msgs)); err != nil {
+		if sctx.Err() == nil || errors.Is(err, ErrClosed) {
+			fail(err)
 		}
 		return
 	}
@@ -87,10 +77,29 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 		if sctx.Err() != nil {
 			return
 		}
-		if !p.handTxn(ctx, sctx, tc, pt.w, true, &msgs[i], &ids[i], wg, fail) {
+		if !p.handTxn(ctx, sctx, tc, tp.pt.w, true, &msgs[i], &ids[i], wg, fail) {
 			return
 		}
 	}
+}
+
+// flushBefore flushes pt's own writer before a transaction writes there:
+// messages of the partition handed over before the commit are then written
+// first, so that a key's order holds across plain and transactional
+// messages (transactional ones are not batched and would overtake). key
+// names the partition in the error (ErrClosed when the Producer is
+// closing). sctx bounds the flush; ctx is the caller's.
+func (p *Producer) flushBefore(ctx, sctx context.Context, pt *partition, key string) error {
+	c := pt.c
+	if !p.enter() {
+		return c.sendError(ctx, key, pt.idx, ErrClosed, true)
+	}
+	err := pt.w.FlushWithCtx(sctx)
+	p.leave()
+	if err != nil {
+		return &ClusterError{Cluster: c.name, Op: "flush before transaction", Err: err}
+	}
+	return nil
 }
 
 // handTxn hands m, a message of tc's transaction, to w (alone: never
