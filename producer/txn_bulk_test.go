@@ -278,3 +278,23 @@ func TestSendTxnBulkCtxEndsDuringSends(t *testing.T) {
 	assert.Zero(t, writtenCommits(fake))
 	require.NoError(t, p.Close(context.Background()))
 }
+
+func TestSendTxnBulkBeginRetryPauseEndsWithCtx(t *testing.T) {
+	fake := newFake(1)
+	p := newTxnProducer(t, fake, 1)
+	fake.Cluster("c1").FailBegins(errBoom)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Cancel in the pause before the retry of the failed begin.
+		for count(fake, producertest.OpBeginFail, "c1") == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	res, err := p.SendTxnBulk(ctx, bulkMsgs(10, 2), 10, producer.TxnRetries(5))
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, errBoom)
+	assert.Len(t, res.NotCommitted, 10)
+	assert.Zero(t, count(fake, producertest.OpBegin, "c1"), "no begin after ctx ended")
+}
