@@ -10,7 +10,6 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/semconv/v1.43.0/messagingconv"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/keyroute/keyroute/consumer"
 	"github.com/keyroute/keyroute/producer"
@@ -33,9 +32,8 @@ var receiveKind = trace.WithSpanKind(trace.SpanKindClient)
 // Its topic and subscription are options, so one ConsumerObserver serves
 // the Consumers of one topic and subscription.
 type ConsumerObserver struct {
-	// tracer starts the receive spans; nil when none is started: tracing
-	// is off, or the tracer is trace/noop's.
-	tracer trace.Tracer
+	// spans starts the receive spans.
+	spans spans
 	// prop reads the producer's trace context from the message
 	// properties, for the span's link and ContextFrom.
 	prop     propagation.TextMapPropagator
@@ -64,12 +62,7 @@ func NewConsumerObserver(opts ...ConsumerOpt) (*ConsumerObserver, error) {
 		o.spanName = "receive " + c.topic
 	}
 	o.sites.topic, o.sites.subscription, o.sites.urls = c.topic, c.subscription, c.urls
-	if c.tracing {
-		o.tracer = c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL))
-		if _, isNoop := o.tracer.(tracenoop.Tracer); isNoop {
-			o.tracer = nil
-		}
-	}
+	o.spans = newSpans(c.cfg)
 	// Both counters are observed, as the producer's sent counter is: the
 	// ConsumerObserver counts with atomics and reports the totals at each
 	// collection.
@@ -101,7 +94,8 @@ func NewConsumerObserver(opts ...ConsumerOpt) (*ConsumerObserver, error) {
 func (o *ConsumerObserver) OnReceive(m *consumer.Message) {
 	st := o.sites.get(m.ID.Cluster, m.ID.Partition)
 	st.consumed.n.Add(1)
-	if o.tracer == nil {
+	tracer := o.spans.start()
+	if tracer == nil {
 		return
 	}
 	opts := [2]trace.SpanStartOption{receiveKind}
@@ -110,7 +104,7 @@ func (o *ConsumerObserver) OnReceive(m *consumer.Message) {
 		opts[1] = trace.WithLinks(trace.Link{SpanContext: sc})
 		n = 2
 	}
-	_, span := o.tracer.Start(context.Background(), o.spanName, opts[:n]...)
+	_, span := tracer.Start(context.Background(), o.spanName, opts[:n]...)
 	if span.IsRecording() {
 		// The SDK copies the attributes, so the slice can be reused.
 		bp := attrPool.Get().(*[]attribute.KeyValue)

@@ -61,7 +61,10 @@
 //
 // With the no-op tracer of go.opentelemetry.io/otel/trace/noop, kotel
 // starts no span and propagates the span context already in the ctx given
-// to Send or SendAsync, which is all that tracer's spans carry. With
+// to Send or SendAsync, which is all that tracer's spans carry. The same
+// holds for the global tracer taken by default while no TracerProvider has
+// been set (otel.SetTracerProvider): its spans are no-op spans too; once
+// one is set, spans are started through it (see WithTracerProvider). With
 // WithTracing(false) it starts no span and writes no property at all.
 //
 // # Exemplars

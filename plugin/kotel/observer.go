@@ -13,7 +13,6 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/semconv/v1.43.0/messagingconv"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/keyroute/keyroute/producer"
 )
@@ -29,10 +28,8 @@ var attrPool = sync.Pool{New: func() any { s := make([]attribute.KeyValue, 0, 16
 // producer; pass it to producer.Observe. It is safe for concurrent use and
 // may observe several producers.
 type Observer struct {
-	// tracer starts the messages' spans; nil when no span is started:
-	// tracing is off, or the tracer is trace/noop's, whose spans only
-	// carry the caller's span context on (see OnStart).
-	tracer trace.Tracer
+	// spans starts the messages' spans (see OnStart).
+	spans spans
 	// prop writes trace context into the message properties; nil when
 	// tracing is off.
 	prop  propagation.TextMapPropagator
@@ -54,13 +51,9 @@ func New(opts ...Opt) (*Observer, error) {
 		}
 	}
 	meter := c.mp.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
-	o := &Observer{}
+	o := &Observer{spans: newSpans(c)}
 	if c.tracing {
 		o.prop = c.prop
-		o.tracer = c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL))
-		if _, isNoop := o.tracer.(tracenoop.Tracer); isNoop {
-			o.tracer = nil
-		}
 	}
 	// The counter is observed: the Observer counts per attribute set with
 	// atomics and reports the totals at each collection. Same name, unit,
@@ -100,9 +93,10 @@ type traced struct {
 // ctx and returns a copy of the message's properties carrying the span's
 // context, or nil when the propagator has nothing to write.
 //
-// With trace/noop's tracer it starts no span and propagates ctx's own span
-// context, which is all that tracer's span would carry; with tracing off it
-// starts and propagates nothing.
+// With trace/noop's tracer, or the global tracer before a TracerProvider is
+// set, it starts no span and propagates ctx's own span context, which is
+// all that tracer's span would carry; with tracing off it starts and
+// propagates nothing.
 //
 // It leaves in ev.Token what OnDone needs, allocating only for a span that
 // records: a *traced for such a span; without a span (tracing off, no-op
@@ -111,7 +105,8 @@ type traced struct {
 // else the message's *dest.
 func (o *Observer) OnStart(ctx context.Context, ev *producer.Event) map[string]string {
 	d := o.dests.get(ev)
-	if o.tracer == nil {
+	tracer := o.spans.start()
+	if tracer == nil {
 		var props map[string]string
 		if o.prop != nil {
 			props = o.inject(ctx, ev)
@@ -122,7 +117,7 @@ func (o *Observer) OnStart(ctx context.Context, ev *producer.Event) map[string]s
 		}
 		return props
 	}
-	ctx, span := o.tracer.Start(ctx, d.spanName, d.startOpts...)
+	ctx, span := tracer.Start(ctx, d.spanName, d.startOpts...)
 	props := o.inject(ctx, ev)
 	ev.Token = d
 	if span.IsRecording() {

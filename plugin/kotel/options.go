@@ -16,6 +16,7 @@ type cfg struct {
 	tp      trace.TracerProvider
 	prop    propagation.TextMapPropagator
 	tracing bool
+	tpSet   bool // tp was given with WithTracerProvider
 	durs    *Durations
 }
 
@@ -45,10 +46,18 @@ func WithMeterProvider(mp metric.MeterProvider) Opt {
 
 // WithTracerProvider sets the TracerProvider the spans are started with
 // (default: otel.GetTracerProvider() at New). nil keeps the default.
+//
+// By default, while no TracerProvider has been set with
+// otel.SetTracerProvider, the Observer starts no span, as with trace/noop's
+// tracer: the global tracer's spans would be no-op spans, and starting them
+// costs more than the rest of the Observer. Once one is set, spans are
+// started through it. Given explicitly, even the global default, every span
+// is started: for instrumentation that attaches to the global tracer's
+// spans (go.opentelemetry.io/auto).
 func WithTracerProvider(tp trace.TracerProvider) Opt {
 	return optFunc(func(c *cfg) {
 		if tp != nil {
-			c.tp = tp
+			c.tp, c.tpSet = tp, true
 		}
 	})
 }

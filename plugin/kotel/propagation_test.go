@@ -104,7 +104,7 @@ func TestUnsampledSpanPropagates(t *testing.T) {
 func TestNoopTracerPropagatesCaller(t *testing.T) {
 	o, err := New(WithTracerProvider(tracenoop.NewTracerProvider()), WithPropagator(propagation.TraceContext{}))
 	require.NoError(t, err)
-	require.Nil(t, o.tracer)
+	require.Nil(t, o.spans.tracer)
 
 	ev := testEvent()
 	assert.Nil(t, o.OnStart(context.Background(), ev))
