@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/keyroute/keyroute/producer"
 	"github.com/keyroute/keyroute/producer/producertest"
@@ -60,6 +62,27 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 		_ = w.FlushWithCtx(context.Background())
 		wg.Wait()
 	}}}
+	// The same load keyed over n fake writers, as pulsar-client-go's own
+	// partitioned producer sends it: raw-fake-5 is the floor for one
+	// cluster of five partitions, raw-fake-25 for five (their writers
+	// together hold n times the messages in flight of one writer).
+	for _, n := range []int{5, 25} {
+		sides = append(sides, side{fmt.Sprintf("raw-fake-%d", n), func(b *testing.B) {
+			fake := producertest.New(producertest.Partitions(n), producertest.AsyncAcks(1000), producertest.KeepMessages(false))
+			ws := rawWriters(b, fake)
+			var wg sync.WaitGroup
+			wg.Add(b.N)
+			cb := func(pulsar.MessageID, *pulsar.ProducerMessage, error) { wg.Done() }
+			for i := 0; i < b.N; i++ {
+				key := keys[i%len(keys)]
+				ws[xxhash.Sum64String(key)%uint64(n)].SendAsync(context.Background(), &pulsar.ProducerMessage{Key: key, Payload: value}, cb)
+			}
+			for _, w := range ws {
+				_ = w.FlushWithCtx(context.Background())
+			}
+			wg.Wait()
+		}})
+	}
 	for _, bc := range []struct {
 		clusters int
 		observed bool
@@ -130,9 +153,13 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 		return median(d)
 	}
 	metrics := map[string]float64{"observer-added-cpu-ns/op": added("clusters=1/observed", "clusters=1")}
-	for _, sd := range sides[1:] {
-		metrics[sd.name+"-added-cpu-ns/op"] = added(sd.name, "raw-fake")
+	for _, sd := range sides {
+		if !strings.HasPrefix(sd.name, "raw-fake") {
+			metrics[sd.name+"-added-cpu-ns/op"] = added(sd.name, "raw-fake")
+		}
 	}
+	metrics["clusters=1-over-raw-fake-5-cpu-ns/op"] = added("clusters=1", "raw-fake-5")
+	metrics["clusters=5-over-raw-fake-25-cpu-ns/op"] = added("clusters=5", "raw-fake-25")
 	metrics["raw-fake-cpu-ns/op"] = median(slices.Clone(cpu["raw-fake"]))
 	b.Run("median", func(b *testing.B) {
 		for unit, v := range metrics {

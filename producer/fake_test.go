@@ -91,6 +91,12 @@ func visible(fake *producertest.Clusters, p *producer.Producer) map[string]map[i
 // costs are compared with.
 func rawWriter(tb testing.TB, fake *producertest.Clusters) hook.Writer {
 	tb.Helper()
+	return rawWriters(tb, fake)[0]
+}
+
+// rawWriters is rawWriter for every partition of c1.
+func rawWriters(tb testing.TB, fake *producertest.Clusters) []hook.Writer {
+	tb.Helper()
 	conn, err := producer.FakeConnect(fake.Opt())(context.Background(), "c1")
 	require.NoError(tb, err)
 	tb.Cleanup(func() {
@@ -99,5 +105,5 @@ func rawWriter(tb testing.TB, fake *producertest.Clusters) hook.Writer {
 		}
 		conn.Close()
 	})
-	return conn.Writers[0]
+	return conn.Writers
 }
