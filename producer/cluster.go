@@ -50,8 +50,8 @@ type partition struct {
 	// pulsar-client-go serialises a partition's sends anyway).
 	mu     sync.Mutex // guards the fields below
 	closed bool
-	track  []*inflight
-	head   int         // track[:head] are trimmed (nil)
+	track  []tracked
+	head   int         // track[:head] are trimmed (zero)
 	seq    uint64      // the last number given to a reported message
 	free   []*inflight // reported pooled inflights, ready for reuse
 
@@ -66,6 +66,16 @@ type partition struct {
 	// dispatcher after each run of reports: the messages numbered up to
 	// it have been reported, so their inflights may be reused.
 	reported atomic.Uint64
+}
+
+// tracked is an accepted message in its partition's track, with what
+// trimming needs to know of it, so that trimming reads no inflight that
+// another goroutine last wrote (with many partitions, an inflight seen
+// again after thousands of others is no longer in any cache).
+type tracked struct {
+	f      *inflight
+	seq    uint64 // f.seq when it was tracked
+	pooled bool   // f.pooled
 }
 
 // States of an inflight.
@@ -128,15 +138,38 @@ func (f *inflight) reset() {
 	*f = inflight{pooled: true, event: f.event}
 }
 
+// clear is reset for a reported f that its partition may still track: it
+// drops what f holds of the message at once (an idle partition would keep
+// it until its next send), and it leaves state as it is (Close's sweep
+// reads it; the sender that reuses a pooled f sets it). It runs where f
+// was just reported, while f is in that goroutine's cache, rather than on
+// the sender that reuses f.
+//
+// Of pm it drops what may be large (the value, the key and the other
+// caller's slices) but not Properties: pulsar-client-go may still read a
+// failed chunked message's Properties after its callback (for a log
+// field, as it fails the message's other chunks); toPulsar sets it again.
+func (f *inflight) clear() {
+	f.pm.Payload, f.pm.Value, f.pm.Key, f.pm.OrderingKey = nil, nil, "", ""
+	f.pm.ReplicationClusters, f.pm.SequenceID = nil, nil
+	f.ctx, f.msg, f.cb, f.part, f.cost, f.seq, f.accepted = nil, nil, nil, nil, 0, 0, false
+	f.id, f.err, f.ev = nil, nil, nil
+}
+
 // done marks f reported; the caller touches f no more. A refused pooled f
-// is not tracked, so it is reused at once. inOrder: the dispatcher
+// is not tracked, so it is reused at once; an accepted f is cleared, and a
+// pooled one reused once its partition's track drops it. inOrder: the dispatcher
 // reported f in its partition's order, and its watermark says so.
 func (f *inflight) done(inOrder bool) {
 	switch {
 	case f.pooled && !f.accepted:
 		f.reset()
 		inflightPool.Put(f)
-	case !inOrder:
+		return
+	case f.accepted:
+		f.clear()
+	}
+	if !inOrder {
 		f.state.Store(reported)
 	}
 }
@@ -162,7 +195,8 @@ func (pt *partition) takeLocked() *inflight {
 
 // trackLocked numbers f when it has an outcome to report and, when it is
 // accepted, tracks it. It first trims reported messages from the front of
-// track, keeping the pooled ones for reuse. Called with mu held.
+// track, keeping the pooled ones (cleared when they were reported) for
+// reuse. Called with mu held.
 func (pt *partition) trackLocked(f *inflight) {
 	if f.cb != nil {
 		pt.seq++
@@ -174,14 +208,13 @@ func (pt *partition) trackLocked(f *inflight) {
 	upTo := pt.reported.Load()
 	for pt.head < len(pt.track) && pt.track[pt.head].isReported(upTo) {
 		if t := pt.track[pt.head]; t.pooled {
-			t.reset()
 			if len(pt.free) < maxFree {
-				pt.free = append(pt.free, t)
+				pt.free = append(pt.free, t.f)
 			} else {
-				inflightPool.Put(t)
+				inflightPool.Put(t.f)
 			}
 		}
-		pt.track[pt.head] = nil
+		pt.track[pt.head] = tracked{}
 		pt.head++
 	}
 	if pt.head == len(pt.track) {
@@ -191,13 +224,18 @@ func (pt *partition) trackLocked(f *inflight) {
 		clear(pt.track[n:])
 		pt.track, pt.head = pt.track[:n], 0
 	}
-	pt.track = append(pt.track, f)
+	pt.track = append(pt.track, tracked{f: f, seq: f.seq, pooled: f.pooled})
 }
 
-// isReported reports whether f has been reported, given its partition's
-// watermark upTo.
-func (f *inflight) isReported(upTo uint64) bool {
-	return (f.seq != 0 && f.seq <= upTo) || f.state.Load() == reported
+// isReported reports whether t has been reported, given its partition's
+// watermark upTo. A message with a callback is reported in order while the
+// Producer is open, so the watermark says it without a look at the
+// inflight; one without is marked reported.
+func (t tracked) isReported(upTo uint64) bool {
+	if t.seq != 0 {
+		return t.seq <= upTo
+	}
+	return t.f.state.Load() == reported
 }
 
 // number numbers a refused f (which is not tracked).
@@ -228,9 +266,9 @@ func (pt *partition) unfinished() []*inflight {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	var out []*inflight
-	for _, f := range pt.track[pt.head:] {
-		if f.state.Load() == pending {
-			out = append(out, f)
+	for _, t := range pt.track[pt.head:] {
+		if t.f.state.Load() == pending {
+			out = append(out, t.f)
 		}
 	}
 	return out

@@ -82,6 +82,7 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback, f
 				f = pt.takeLocked()
 			}
 			f.ctx, f.msg, f.cb, f.part, f.cost, f.ev, f.accepted = ctx, msg, cb, pt, n, ev, true
+			f.state.Store(pending) // a reused f keeps the state it was reported in
 			toPulsar(&f.pm, msg, props)
 			pt.trackLocked(f)
 			c.health.handed.Add(1)
