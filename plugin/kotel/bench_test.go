@@ -75,6 +75,17 @@ func sdkObserverWith(tb testing.TB, sampler sdktrace.Sampler, opts ...kotel.Opt)
 	return obs
 }
 
+// defaultObserver is kotel.New() with OpenTelemetry's global providers,
+// as a service that has not set them up has them.
+func defaultObserver(tb testing.TB) *kotel.Observer {
+	tb.Helper()
+	obs, err := kotel.New()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return obs
+}
+
 func noopObserver(tb testing.TB) *kotel.Observer {
 	tb.Helper()
 	obs, err := kotel.New(kotel.WithMeterProvider(metricnoop.NewMeterProvider()),
@@ -125,7 +136,7 @@ func BenchmarkObserver(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		obs  func(testing.TB) *kotel.Observer
-	}{{"noop", noopObserver}, {"metrics", metricsObserver}, {"tracingoff", tracingOffObserver}, {"durations", durationsObserver}, {"sampled", sampledObserver}, {"sdk", sdkObserver}} {
+	}{{"default", defaultObserver}, {"noop", noopObserver}, {"metrics", metricsObserver}, {"tracingoff", tracingOffObserver}, {"durations", durationsObserver}, {"sampled", sampledObserver}, {"sdk", sdkObserver}} {
 		b.Run(bc.name, func(b *testing.B) {
 			obs := bc.obs(b)
 			b.ReportAllocs()
