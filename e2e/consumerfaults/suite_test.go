@@ -18,8 +18,9 @@ func TestConsumerFaults(t *testing.T) { bedsuite.Run(t, "Consumer Fault Suite") 
 // how many times a second a subscription's acknowledged position is
 // written to its cursor ledger. The broker answers an acknowledgement
 // before that write, so a broker killed with SIGKILL forgets the
-// acknowledgements of up to 1/markDeleteRate before the kill, and those
-// messages come again (see classify). The standalone's own default is 0.1
+// acknowledgements answered since its last completed write, usually those
+// of the last 1/markDeleteRate and a write before the kill, and those
+// messages come again (see forgotten). The standalone's own default is 0.1
 // (ten seconds); 1 is the broker.conf default of a real cluster.
 const markDeleteRate = 1.0
 

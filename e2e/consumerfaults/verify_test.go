@@ -18,7 +18,9 @@ type fault struct {
 	victim              string
 	killBegan, killDone time.Time
 	restartBegan        time.Time
-	forgetWindow        time.Duration // see forgotten
+	// forgetWindow is how long before the kill an acknowledgement is
+	// usually still unwritten (see forgotten): reported, not a bound.
+	forgetWindow time.Duration
 }
 
 // dupClass is why a message came more than once.
@@ -35,17 +37,24 @@ const (
 	// the reconnection: legitimate, the ack was not recorded when the
 	// broker redelivered.
 	afterRestart
-	// forgotten: the Ack was answered by the killed broker shortly before
-	// the kill, within forgetWindow: the broker answers an ack before it
-	// writes the position to its cursor ledger, at most markDeleteRate
-	// times a second, so a SIGKILL loses the last ones. Pulsar's
+	// forgotten: the Ack was answered by the killed broker before the
+	// kill, and the copy came from the restarted broker: the broker
+	// answers an ack before it writes the position to its cursor ledger,
+	// so a SIGKILL loses the acks answered since its last completed write.
+	// That write is started at most markDeleteRate times a second, at the
+	// next ack the rate allows (a position held back by the rate waits
+	// for one, or for the flush every managedLedgerCursorPositionFlushSeconds,
+	// 60 by default), and takes a ledger write: Pulsar bounds none of it,
+	// so how long before the kill the earliest forgotten ack was answered
+	// is reported against forgetWindow, not asserted. Pulsar's
 	// at-least-once, not the consumer's doing; counted apart.
 	forgotten
 	// writtenTwice: the same payload under two message IDs: the producer
 	// side wrote it twice (deduplication should prevent it).
 	writtenTwice
 	// unexplained: anything else, e.g. a recorded ack forgotten on a
-	// healthy cluster or long before the kill.
+	// healthy cluster, or a copy of the victim's taken before its restart
+	// (a replay by the consumer, not the broker's redelivery).
 	unexplained
 	dupClasses
 )
@@ -60,6 +69,8 @@ type checkResult struct {
 	victimBefore, victimAfter int
 	dups                      [dupClasses]int
 	firstForgotten            time.Duration // the earliest forgotten ack, before the kill
+	pastWindow                int           // forgotten acks answered more than forgetWindow before the kill
+	unexplained               []string      // what each unexplained copy was
 }
 
 func (c checkResult) String() string {
@@ -69,7 +80,11 @@ func (c checkResult) String() string {
 		s += fmt.Sprintf(" %s %d;", dupNames[i], n)
 	}
 	if c.dups[forgotten] > 0 {
-		s += fmt.Sprintf(" earliest forgotten ack answered %s before the kill", c.firstForgotten.Round(time.Millisecond))
+		s += fmt.Sprintf(" earliest forgotten ack answered %s before the kill, %d of them more than the forget window before it",
+			c.firstForgotten.Round(time.Millisecond), c.pastWindow)
+	}
+	for _, u := range c.unexplained {
+		s += "\n  unexplained: " + u
 	}
 	return s
 }
@@ -93,8 +108,14 @@ func verify(got []*delivery, msgs map[string]sent, f fault) checkResult {
 		if len(prev) > 0 {
 			c, before := classify(prev, d, f)
 			res.dups[c]++
-			if c == forgotten {
+			switch c {
+			case forgotten:
 				res.firstForgotten = max(res.firstForgotten, before)
+				if before > f.forgetWindow {
+					res.pastWindow++
+				}
+			case unexplained:
+				res.unexplained = append(res.unexplained, describe(prev[0], d, f))
 			}
 			continue
 		}
@@ -148,10 +169,27 @@ func classify(prev []*delivery, d *delivery, f fault) (dupClass, time.Duration) 
 		return unexplained, 0
 	case first.ackEnded.After(f.restartBegan):
 		return afterRestart, 0
-	case first.ackEnded.Before(f.killDone) && f.killBegan.Sub(first.ackEnded) <= f.forgetWindow:
+	case first.ackEnded.Before(f.killDone) && d.at.After(f.restartBegan):
 		return forgotten, max(0, f.killBegan.Sub(first.ackEnded))
 	}
 	return unexplained, 0
+}
+
+// describe tells when the first copy of a payload came and was
+// acknowledged, and when the copy d came, against the fault's times.
+func describe(first, d *delivery, f fault) string {
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		d := t.Sub(f.killBegan).Round(time.Millisecond)
+		if d < 0 {
+			return "kill" + d.String()
+		}
+		return "kill+" + d.String()
+	}
+	return fmt.Sprintf("%q on %s/%d: first taken at %s, its Ack answered at %s (err %v); copy taken at %s (restart began at %s)",
+		d.payload, d.id.Cluster, d.id.Partition, at(first.at), at(first.ackEnded), first.ackErr, at(d.at), at(f.restartBegan))
 }
 
 func sameID(a, b consumer.ID) bool {
