@@ -109,9 +109,10 @@
 // propagate one. The rest is the SDKs': the metric SDK's Record of the
 // duration with its eight attributes is about 400 ns (about 25 ns per
 // attribute, re-checked on every call since v1.45), reading the clock
-// 35-60 ns (machines differ); a span the sampler drops still costs its Start, its context and
-// the properties' copy with a traceparent (about 700 ns), and a sampled
-// span about as much CPU as the client spends on the message, plus ~2 KB.
+// 35-60 ns (machines differ); a span the sampler drops still costs its
+// Start, its context and the properties' copy with a traceparent (about
+// 700 ns), and a sampled span about as much CPU as the client spends on
+// the message, plus ~2 KB.
 //
 // End to end (SendAsync on one local cluster, e2e/telemetry, every
 // mode once per round in rotating order, 12 rounds; medians of throughput
