@@ -173,7 +173,9 @@ func produceConsume(ctx context.Context, serviceURL, topic string, n int) error 
 }
 
 // commitThenConsume sends one message in a transaction, checks that it is
-// invisible before the commit and delivered after it.
+// invisible before the commit and delivered after it. How long it watches
+// for a leak is measured first: a plain message's time from send to
+// receive on the same pipe.
 func commitThenConsume(ctx context.Context, serviceURL, topic string) error {
 	pp, err := openPipe(serviceURL, topic, true)
 	if err != nil {
@@ -181,6 +183,10 @@ func commitThenConsume(ctx context.Context, serviceURL, topic string) error {
 	}
 	defer pp.close()
 	producer, consumer := pp.producer, pp.consumer
+	delivery, err := deliveryTime(ctx, producer, consumer)
+	if err != nil {
+		return err
+	}
 	txn, err := pp.client.NewTransaction(time.Minute)
 	if err != nil {
 		return fmt.Errorf("new transaction: %w", err)
@@ -188,10 +194,13 @@ func commitThenConsume(ctx context.Context, serviceURL, topic string) error {
 	if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("in-txn"), Transaction: txn}); err != nil {
 		return fmt.Errorf("transactional send: %w", err)
 	}
-	// A window in which the uncommitted message must stay invisible: a
-	// slow machine only makes this check weaker (less time to see a leak),
-	// never makes it fail, so a fixed window is safe here.
-	early, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	// The uncommitted message must stay invisible for as long as a plain
+	// message took to arrive, 20 times over: a leak would show within
+	// about one delivery time. The window ends well before the
+	// transaction's one-minute timeout, and its end is a pass, so a slow
+	// machine cannot make the check fail; it waits longer there.
+	GinkgoWriter.Printf("  %s: a plain delivery took %s; watching %s for a leak\n", topic, delivery.Round(time.Millisecond), (20 * delivery).Round(time.Millisecond))
+	early, cancel := context.WithTimeout(ctx, 20*delivery)
 	m, err := consumer.Receive(early)
 	cancel()
 	if err == nil {
@@ -210,4 +219,23 @@ func commitThenConsume(ctx context.Context, serviceURL, topic string) error {
 		return fmt.Errorf("got %q, want %q", m.Payload(), "in-txn")
 	}
 	return consumer.Ack(m)
+}
+
+// deliveryTime sends one plain message and returns how long it took from
+// the send to its receipt, acknowledging it.
+func deliveryTime(ctx context.Context, producer pulsar.Producer, consumer pulsar.Consumer) (time.Duration, error) {
+	start := time.Now()
+	if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("plain")}); err != nil {
+		return 0, fmt.Errorf("plain send: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	m, err := consumer.Receive(rctx)
+	if err != nil {
+		return 0, fmt.Errorf("receive the plain message: %w", err)
+	}
+	if string(m.Payload()) != "plain" {
+		return 0, fmt.Errorf("got %q, want %q", m.Payload(), "plain")
+	}
+	return time.Since(start), consumer.Ack(m)
 }
