@@ -107,6 +107,21 @@ func newTopic(b *testing.B) string {
 	return topic
 }
 
+// entriesAdded is how many entries the brokers added to topic's ledgers,
+// over every cluster.
+func entriesAdded(b *testing.B, topic string) int64 {
+	b.Helper()
+	var sum int64
+	for _, c := range bed.Clusters() {
+		n, err := admin.EntriesAdded(context.Background(), c.AdminURL, topic)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += n
+	}
+	return sum
+}
+
 // sender is what both sides offer the benchmark loop.
 type sender interface {
 	sendAsync(i int, done func(error))
@@ -257,12 +272,13 @@ func warm(b *testing.B) {
 // Use -benchtime Nx (e.g. 300000x) for comparable rounds.
 func BenchmarkAsync(b *testing.B) {
 	warm(b)
-	cpuPerMsg, rate := map[string][]float64{}, map[string][]float64{}
+	cpuPerMsg, rate, perEntry := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	for round := 1; round <= *rounds; round++ {
 		for _, side := range inRound(round) {
-			var cpuLast, rateLast float64 // of the run with the final b.N
+			var cpuLast, rateLast, perEntryLast float64 // of the run with the final b.N
 			b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
-				s := side.open(b, newTopic(b), true)
+				topic := newTopic(b)
+				s := side.open(b, topic, true)
 				defer s.close()
 				var failed sync.Map
 				var wg sync.WaitGroup
@@ -289,15 +305,22 @@ func BenchmarkAsync(b *testing.B) {
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msg/s")
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/msg")
 				cpuLast, rateLast = float64(cpu.Nanoseconds())/float64(b.N), float64(b.N)/b.Elapsed().Seconds()
+				// Messages per broker entry: the mean batch the broker
+				// stored, which the two sides should share.
+				perEntryLast = float64(b.N) / float64(entriesAdded(b, topic))
+				b.ReportMetric(perEntryLast, "msg/entry")
 			})
 			cpuPerMsg[side.name] = append(cpuPerMsg[side.name], cpuLast)
 			rate[side.name] = append(rate[side.name], rateLast)
+			perEntry[side.name] = append(perEntry[side.name], perEntryLast)
 		}
 	}
 	b.Run("median", func(b *testing.B) {
 		raw := median(cpuPerMsg["raw"])
 		b.ReportMetric(raw, "raw-cpu-ns/msg")
+		b.ReportMetric(median(perEntry["raw"]), "raw-msg/entry")
 		for _, side := range sides[1:] {
+			b.ReportMetric(median(perEntry[side.name]), side.name+"-msg/entry")
 			b.ReportMetric(median(cpuPerMsg[side.name])/raw, side.name+"/raw-cpu")
 			b.ReportMetric(median(rate[side.name])/median(rate["raw"]), side.name+"/raw-msg/s")
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
+	"github.com/keyroute/keyroute/internal/admin"
 	"github.com/keyroute/keyroute/internal/testbed"
 	"github.com/keyroute/keyroute/producer"
 )
@@ -211,7 +212,7 @@ func BenchmarkTxn(b *testing.B) {
 			}
 			pid, adminURL := bed.Clusters()[0].PID(), bed.Clusters()[0].AdminURL
 			entries := func() float64 {
-				n, err := entriesAdded(ctx, adminURL, topic)
+				n, err := admin.EntriesAdded(ctx, adminURL, topic)
 				if err != nil {
 					b.Fatal(err)
 				}

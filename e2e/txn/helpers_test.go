@@ -179,35 +179,3 @@ func keysFor(p *producer.Producer, n int) map[string][]string {
 	}
 	return out
 }
-
-// entriesAdded returns the entries (a batch is one) the broker at adminURL
-// has added to topic's partitions so far, from their internal stats.
-func entriesAdded(ctx context.Context, adminURL, topic string) (int64, error) {
-	local := strings.TrimPrefix(topic, "persistent://")
-	var sum int64
-	for i := range partitions {
-		url := fmt.Sprintf("%s/admin/v2/persistent/%s-partition-%d/internalStats", adminURL, local, i)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return 0, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		var st struct {
-			EntriesAddedCounter int64 `json:"entriesAddedCounter"`
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
-		}
-		err = json.NewDecoder(resp.Body).Decode(&st)
-		resp.Body.Close()
-		if err != nil {
-			return 0, err
-		}
-		sum += st.EntriesAddedCounter
-	}
-	return sum, nil
-}

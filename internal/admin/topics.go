@@ -174,3 +174,45 @@ func statusErr(body []byte) error {
 	}
 	return ErrStatus
 }
+
+// EntriesAdded returns how many entries the broker at adminURL has added to
+// topic's ledgers since the topic was loaded, over all its partitions (a
+// partitioned topic) or the topic itself. A batch of messages is one
+// entry, so messages divided by entries is the mean batch the broker
+// stored. ctx bounds the whole call. Errors are *Error.
+func EntriesAdded(ctx context.Context, adminURL, topic string) (int64, error) {
+	const op = "get internal stats"
+	t, err := parseTopic(topic)
+	if err != nil {
+		return 0, &Error{Op: op, AdminURL: adminURL, Topic: topic, Err: err}
+	}
+	n, err := partitionCount(ctx, adminURL, t)
+	if err != nil {
+		return 0, err
+	}
+	parts := []topicName{t}
+	if n > 0 {
+		parts = parts[:0]
+		for i := range n {
+			parts = append(parts, topicName{t.tenant, t.namespace, t.local + "-partition-" + strconv.Itoa(i)})
+		}
+	}
+	var sum int64
+	for _, p := range parts {
+		status, body, err := call(ctx, http.MethodGet, adminURL, p.path("/internalStats"), nil)
+		if err != nil {
+			return 0, &Error{Op: op, AdminURL: adminURL, Topic: p.String(), Err: err}
+		}
+		if status != http.StatusOK {
+			return 0, &Error{Op: op, AdminURL: adminURL, Topic: p.String(), Status: status, Err: statusErr(body)}
+		}
+		var st struct {
+			EntriesAddedCounter int64 `json:"entriesAddedCounter"`
+		}
+		if err := json.Unmarshal(body, &st); err != nil {
+			return 0, &Error{Op: op, AdminURL: adminURL, Topic: p.String(), Status: status, Err: err}
+		}
+		sum += st.EntriesAddedCounter
+	}
+	return sum, nil
+}

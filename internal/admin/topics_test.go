@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -14,10 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeAdmin serves the partitions endpoints for persistent topics.
+// fakeAdmin serves the partitions and internal stats endpoints for
+// persistent topics.
 type fakeAdmin struct {
-	mu     sync.Mutex
-	topics map[string]int // path without /partitions -> partition count
+	mu      sync.Mutex
+	topics  map[string]int   // path without /partitions -> partition count
+	entries map[string]int64 // path without /internalStats -> entries added
 }
 
 func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -28,6 +31,16 @@ func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	base, partitioned := path, false
 	if len(path) > len(suffix) && path[len(path)-len(suffix):] == suffix {
 		base, partitioned = path[:len(path)-len(suffix)], true
+	}
+	if stats, ok := strings.CutSuffix(path, "/internalStats"); ok && r.Method == http.MethodGet {
+		n, ok := f.entries[stats]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"reason":"Topic not found"}`)
+			return
+		}
+		io.WriteString(w, `{"entriesAddedCounter":`+strconv.FormatInt(n, 10)+`,"numberOfEntries":1}`)
+		return
 	}
 	n, exists := f.topics[base]
 	switch {
@@ -66,7 +79,7 @@ func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newFake(t *testing.T) (*fakeAdmin, string) {
 	t.Helper()
-	f := &fakeAdmin{topics: map[string]int{}}
+	f := &fakeAdmin{topics: map[string]int{}, entries: map[string]int64{}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, srv.URL
@@ -144,4 +157,33 @@ func TestContextCancelled(t *testing.T) {
 	cancel()
 	err := CreatePartitionedTopic(ctx, url, "orders", 1)
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestEntriesAdded(t *testing.T) {
+	f, url := newFake(t)
+	ctx := context.Background()
+	require.NoError(t, CreatePartitionedTopic(ctx, url, "t/ns/orders", 3))
+	for i, n := range []int64{7, 0, 35} {
+		f.entries["/admin/v2/persistent/t/ns/orders-partition-"+strconv.Itoa(i)] = n
+	}
+	n, err := EntriesAdded(ctx, url, "persistent://t/ns/orders")
+	require.NoError(t, err)
+	assert.Equal(t, int64(42), n, "the sum over the partitions")
+
+	// A topic that is not partitioned is read itself.
+	f.entries["/admin/v2/persistent/public/default/plain"] = 5
+	n, err = EntriesAdded(ctx, url, "plain")
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), n)
+
+	// A partition the broker does not know: an error naming it.
+	delete(f.entries, "/admin/v2/persistent/t/ns/orders-partition-1")
+	_, err = EntriesAdded(ctx, url, "t/ns/orders")
+	var aerr *Error
+	require.ErrorAs(t, err, &aerr)
+	assert.Equal(t, http.StatusNotFound, aerr.Status)
+	assert.Equal(t, "persistent://t/ns/orders-partition-1", aerr.Topic)
+
+	_, err = EntriesAdded(ctx, url, "a/b")
+	assert.ErrorIs(t, err, ErrBadTopic)
 }
