@@ -2,11 +2,15 @@ package producer_test
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/require"
 
 	"github.com/keyroute/keyroute/producer"
+	"github.com/keyroute/keyroute/producer/producertest"
 )
 
 // sendAsyncAllocs pins the allocations of one SendAsync, from hand-over to
@@ -54,4 +58,49 @@ func TestSendAsyncAllocs(t *testing.T) {
 		}
 		t.Logf("%d clusters (observed %v): %.0f allocations per message (raw path %.0f)", clusters, tc.observed, got, raw)
 	}
+}
+
+// TestAllocsAfterBurst: a partition that holds more messages at once
+// than the least free-list bound (1,024), here 3,000 acknowledged in one
+// batch, reuses their inflights for its next 3,000 sends, also after GCs
+// have emptied every sync.Pool. Before, its free list kept 1,024 of them
+// and the rest went to a sync.Pool, so each such turn allocated about
+// 2,000 inflights anew once a GC had run.
+func TestAllocsAfterBurst(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own; make unit runs this test without it")
+	}
+	const burst = 3000
+	fake := producertest.New(producertest.Partitions(1), producertest.AsyncAcks(burst), producertest.KeepMessages(false))
+	p := newProducer(t, fake, 1)
+	msgs := make([]*producer.Message, burst)
+	for i := range msgs {
+		msgs[i] = &producer.Message{Key: "k", Value: []byte("v")}
+	}
+	var wg sync.WaitGroup
+	cb := func(producer.ID, *producer.Message, error) { wg.Done() }
+	turn := func() {
+		wg.Add(burst)
+		for _, m := range msgs {
+			p.SendAsync(context.Background(), m, cb)
+		}
+		wg.Wait()
+	}
+	turn()
+	// The next send takes the reported inflights back (to the free list,
+	// and what it has no room for to the pool); then two GCs empty every
+	// sync.Pool (a pooled object outlives one, as a victim).
+	p.SendAsync(context.Background(), msgs[0], nil)
+	require.NoError(t, p.Flush(context.Background()))
+	runtime.GC()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	turn()
+	runtime.ReadMemStats(&after)
+	// The messages are made, and the fake (KeepMessages(false)) allocates
+	// nothing per message: a few allocations of slices that grow remain.
+	perMsg := float64(after.Mallocs-before.Mallocs) / burst
+	t.Logf("%.2f allocations per message in the second turn", perMsg)
+	require.Less(t, perMsg, 0.1, "inflights allocated again for a burst the partition held before")
 }

@@ -55,6 +55,13 @@ type partition struct {
 	seq    uint64      // the last number given to a reported message
 	free   []*inflight // reported pooled inflights, ready for reuse
 
+	// maxFree bounds free: the partition's even share of its cluster's
+	// MaxPendingMessages, at least minFree. Inflights beyond it go to
+	// inflightPool, which the GC empties; a free list too short for the
+	// messages a partition holds sent inflights through the pool, and some
+	// to the GC, at every turn of its acknowledgements.
+	maxFree int
+
 	// Owned by the cluster's callback goroutine (the dispatcher), on a
 	// cache line of their own: the dispatcher writes next at every
 	// message, the senders the fields above.
@@ -123,9 +130,9 @@ type inflight struct {
 	event   *Event   // a pooled inflight's Event, kept across reuse; nil until observed
 }
 
-// maxFree bounds a partition's free list; inflights beyond it go to
-// inflightPool.
-const maxFree = 1024
+// minFree is the least bound of a partition's free list (see
+// partition.maxFree).
+const minFree = 1024
 
 // inflightPool holds pooled inflights that no partition's free list took,
 // so that a message costs the SDK no allocation of its own (the inflight
@@ -208,7 +215,7 @@ func (pt *partition) trackLocked(f *inflight) {
 	upTo := pt.reported.Load()
 	for pt.head < len(pt.track) && pt.track[pt.head].isReported(upTo) {
 		if t := pt.track[pt.head]; t.pooled {
-			if len(pt.free) < maxFree {
+			if len(pt.free) < pt.maxFree {
 				pt.free = append(pt.free, t.f)
 			} else {
 				inflightPool.Put(t.f)

@@ -153,8 +153,9 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 	for i, cl := range p.clusters {
 		cl.link = links[i]
 		cl.parts = make([]*partition, len(links[i].writers))
+		maxFree := max(minFree, int(cl.budget.maxMsgs)/len(cl.parts))
 		for j, w := range links[i].writers {
-			cl.parts[j] = &partition{idx: j, c: cl, w: w}
+			cl.parts[j] = &partition{idx: j, c: cl, w: w, maxFree: maxFree}
 		}
 		cl.disp = newDispatcher(cl)
 		if c.transactions {
