@@ -10,8 +10,10 @@ import (
 // cost is what a message holds of the memory limit.
 func cost(m *Message) int64 {
 	n := len(m.Key) + len(m.Value)
-	for k, v := range m.Properties {
-		n += len(k) + len(v)
+	if len(m.Properties) > 0 { // ranging over an empty map still starts an iterator
+		for k, v := range m.Properties {
+			n += len(k) + len(v)
+		}
 	}
 	return int64(n)
 }
