@@ -99,7 +99,7 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback, f
 		err = ErrClosed
 	}
 	if f == nil {
-		f = inflightPool.Get().(*inflight)
+		f = pooledInflight()
 	}
 	f.ctx, f.msg, f.cb, f.part, f.cost, f.ev = ctx, msg, cb, pt, n, ev
 	c.refuse(f, err)
