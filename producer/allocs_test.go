@@ -2,6 +2,7 @@ package producer_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -62,18 +63,31 @@ func TestSendAsyncAllocs(t *testing.T) {
 
 // TestAllocsAfterBurst: a partition that holds more messages at once
 // than the least free-list bound (1,024), here 3,000 acknowledged in one
-// batch, allocates their inflights a slab at a time, and reuses them for
-// its next 3,000 sends, also after GCs have emptied every sync.Pool.
-// Before, its free list kept 1,024 of them and the rest went to a
-// sync.Pool, so each such turn allocated about 2,000 inflights anew once a
-// GC had run; and each inflight was allocated alone.
+// batch, allocates their inflights (and, observed, their Events) a slab at
+// a time, and reuses them for its next 3,000 sends, also after GCs have
+// emptied every sync.Pool. Before, its free list kept 1,024 of them and
+// the rest went to a sync.Pool, so each such turn allocated about 2,000
+// inflights anew once a GC had run; and each inflight and Event was
+// allocated alone.
 func TestAllocsAfterBurst(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own; make unit runs this test without it")
 	}
+	for _, observed := range []bool{false, true} {
+		t.Run(fmt.Sprint("observed=", observed), func(t *testing.T) {
+			var opts []producer.Opt
+			if observed {
+				opts = append(opts, producer.Observe(nopObserver{}))
+			}
+			allocsAfterBurst(t, opts...)
+		})
+	}
+}
+
+func allocsAfterBurst(t *testing.T, opts ...producer.Opt) {
 	const burst = 3000
 	fake := producertest.New(producertest.Partitions(1), producertest.AsyncAcks(burst), producertest.KeepMessages(false))
-	p := newProducer(t, fake, 1)
+	p := newProducer(t, fake, 1, opts...)
 	msgs := make([]*producer.Message, burst)
 	for i := range msgs {
 		msgs[i] = &producer.Message{Key: "k", Value: []byte("v")}
@@ -94,7 +108,7 @@ func TestAllocsAfterBurst(t *testing.T) {
 	// The first turn allocates the inflights, in slabs of many.
 	first := float64(after.Mallocs-before.Mallocs) / burst
 	t.Logf("%.2f allocations per message in the first turn", first)
-	require.Less(t, first, 0.1, "inflights allocated one by one")
+	require.Less(t, first, 0.1, "inflights or Events allocated one by one")
 	// The next send takes the reported inflights back (to the free list,
 	// and what it has no room for to the pool); then two GCs empty every
 	// sync.Pool (a pooled object outlives one, as a victim).

@@ -220,8 +220,15 @@ func (pt *partition) takeLocked() *inflight {
 		return f
 	}
 	slab := make([]inflight, slabSize)
+	var events []Event // an observed cluster's Events, adjacent too
+	if pt.c.obs != nil {
+		events = make([]Event, slabSize)
+	}
 	for i := range slab {
 		slab[i].pooled = true
+		if events != nil {
+			slab[i].event = &events[i]
+		}
 	}
 	// Taken from the end of free first: the slab's first ones first.
 	for i := slabSize - 1; i > 0; i-- {
