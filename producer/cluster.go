@@ -54,6 +54,7 @@ type partition struct {
 	head   int         // track[:head] are trimmed (zero)
 	seq    uint64      // the last number given to a reported message
 	free   []*inflight // reported pooled inflights, ready for reuse
+	slab   int         // the size of the last slab of inflights allocated (see minSlab)
 
 	// maxFree bounds free: the partition's even share of its cluster's
 	// MaxPendingMessages, at least minFree. Inflights beyond it go to
@@ -140,15 +141,19 @@ const minFree = 1024
 // message's cost). It has no New: see takeLocked and pooledInflight.
 var inflightPool sync.Pool
 
-// slabSize is how many inflights a partition allocates at once, adjacent
-// in memory, when it has none to reuse. A partition cycles through the
-// inflights of the messages it holds (thousands under load), so each is
-// out of every cache by the time it is reused: adjacent ones are read and
-// written in runs that the CPU's prefetchers follow, where inflights
-// allocated one by one lay among other objects. End to end on one cluster
-// (e2e/bench BenchmarkAsync), the process CPU per message fell from
-// 1.24x plain pulsar-client-go's to 1.15x.
-const slabSize = 64
+// A partition that has no inflight to reuse allocates a slab of them,
+// adjacent in memory: minSlab at first, twice as many each time after, up
+// to maxSlab. A partition cycles through the inflights of the messages it
+// holds (thousands under load), so each is out of every cache by the time
+// it is reused: adjacent ones are read and written in runs that the CPU's
+// prefetchers follow, where inflights allocated one by one lay among other
+// objects. End to end on one cluster (e2e/bench BenchmarkAsync), the
+// process CPU per message fell from 1.24x plain pulsar-client-go's to
+// 1.15x. Growing slabs keep a partition that holds few messages small.
+const (
+	minSlab = 16
+	maxSlab = 256
+)
 
 // pooledInflight returns an inflight from inflightPool, or a new one.
 func pooledInflight() *inflight {
@@ -219,10 +224,12 @@ func (pt *partition) takeLocked() *inflight {
 	if f, ok := inflightPool.Get().(*inflight); ok {
 		return f
 	}
-	slab := make([]inflight, slabSize)
+	n := min(max(pt.slab*2, minSlab), maxSlab)
+	pt.slab = n
+	slab := make([]inflight, n)
 	var events []Event // an observed cluster's Events, adjacent too
 	if pt.c.obs != nil {
-		events = make([]Event, slabSize)
+		events = make([]Event, n)
 	}
 	for i := range slab {
 		slab[i].pooled = true
@@ -231,7 +238,7 @@ func (pt *partition) takeLocked() *inflight {
 		}
 	}
 	// Taken from the end of free first: the slab's first ones first.
-	for i := slabSize - 1; i > 0; i-- {
+	for i := n - 1; i > 0; i-- {
 		pt.free = append(pt.free, &slab[i])
 	}
 	return &slab[0]
