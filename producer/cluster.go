@@ -122,10 +122,9 @@ type inflight struct {
 	// the others are marked reported here.
 	state atomic.Uint32
 
-	id   pulsar.MessageID
-	err  error
-	ev   *Event    // non-nil when observed
-	next *inflight // in the dispatcher's queue
+	id  pulsar.MessageID
+	err error
+	ev  *Event // non-nil when observed
 
 	barrier *barrier // non-nil for a Flush barrier (not a message)
 	event   *Event   // a pooled inflight's Event, kept across reuse; nil until observed
