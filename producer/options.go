@@ -284,11 +284,11 @@ func validName(s string) bool {
 // MaxPendingMessages bounds the messages accepted but not yet reported,
 // across all clusters (default 50,000, at most MaxPendingLimit). Each
 // cluster gets a share by weight. The Producer keeps the record it tracks
-// a message with (about 350 bytes, values not included) for reuse after
-// the message is reported, up to a partition's even share of its
-// cluster's MaxPendingMessages (at least 1,024 per partition), so that a
-// partition that held that many messages sends its next ones without
-// allocating.
+// a message with (about 330 bytes, and 190 more for its Event when
+// observed; values not included) for reuse after the message is
+// reported, up to a partition's even share of its cluster's
+// MaxPendingMessages (at least 1,024 per partition), so that a partition
+// that held that many messages sends its next ones without allocating.
 func MaxPendingMessages(n int) Opt { return optFunc(func(c *cfg) { c.maxPending = n }) }
 
 // MemoryLimit bounds the bytes (keys, values and properties) of messages
