@@ -85,21 +85,29 @@ func CreatePartitionedTopic(ctx context.Context, adminURL, topic string, partiti
 // partitionCount returns the partition count of an existing topic; 0 means
 // a non-partitioned topic.
 func partitionCount(ctx context.Context, adminURL string, t topicName) (int, error) {
-	const op = "get partitioned topic metadata"
-	status, body, err := call(ctx, http.MethodGet, adminURL, t.path("/partitions"), nil)
-	if err != nil {
-		return 0, &Error{Op: op, AdminURL: adminURL, Topic: t.String(), Err: err}
-	}
-	if status != http.StatusOK {
-		return 0, &Error{Op: op, AdminURL: adminURL, Topic: t.String(), Status: status, Err: statusErr(body)}
-	}
 	var meta struct {
 		Partitions int `json:"partitions"`
 	}
-	if err := json.Unmarshal(body, &meta); err != nil {
-		return 0, &Error{Op: op, AdminURL: adminURL, Topic: t.String(), Status: status, Err: err}
+	if err := getJSON(ctx, "get partitioned topic metadata", adminURL, t, "/partitions", &meta); err != nil {
+		return 0, err
 	}
 	return meta.Partitions, nil
+}
+
+// getJSON reads the JSON answer to a GET of t's path with suffix into out.
+// Errors are *Error, naming op.
+func getJSON(ctx context.Context, op, adminURL string, t topicName, suffix string, out any) error {
+	status, body, err := call(ctx, http.MethodGet, adminURL, t.path(suffix), nil)
+	if err != nil {
+		return &Error{Op: op, AdminURL: adminURL, Topic: t.String(), Err: err}
+	}
+	if status != http.StatusOK {
+		return &Error{Op: op, AdminURL: adminURL, Topic: t.String(), Status: status, Err: statusErr(body)}
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return &Error{Op: op, AdminURL: adminURL, Topic: t.String(), Status: status, Err: err}
+	}
+	return nil
 }
 
 // DeleteTopic deletes topic, partitioned or not, with force (producers and
@@ -199,18 +207,11 @@ func EntriesAdded(ctx context.Context, adminURL, topic string) (int64, error) {
 	}
 	var sum int64
 	for _, p := range parts {
-		status, body, err := call(ctx, http.MethodGet, adminURL, p.path("/internalStats"), nil)
-		if err != nil {
-			return 0, &Error{Op: op, AdminURL: adminURL, Topic: p.String(), Err: err}
-		}
-		if status != http.StatusOK {
-			return 0, &Error{Op: op, AdminURL: adminURL, Topic: p.String(), Status: status, Err: statusErr(body)}
-		}
 		var st struct {
 			EntriesAddedCounter int64 `json:"entriesAddedCounter"`
 		}
-		if err := json.Unmarshal(body, &st); err != nil {
-			return 0, &Error{Op: op, AdminURL: adminURL, Topic: p.String(), Status: status, Err: err}
+		if err := getJSON(ctx, op, adminURL, p, "/internalStats", &st); err != nil {
+			return 0, err
 		}
 		sum += st.EntriesAddedCounter
 	}
