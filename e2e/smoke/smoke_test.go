@@ -212,14 +212,9 @@ func commitThenConsume(ctx context.Context, serviceURL, topic string) error {
 	if err := txn.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	m, err = consumer.Receive(rctx)
+	m, err = receiveOnly(ctx, consumer, "in-txn")
 	if err != nil {
-		return fmt.Errorf("receive committed message: %w", err)
-	}
-	if string(m.Payload()) != "in-txn" {
-		return fmt.Errorf("got %q, want %q", m.Payload(), "in-txn")
+		return fmt.Errorf("committed message: %w", err)
 	}
 	return consumer.Ack(m)
 }
@@ -231,14 +226,23 @@ func deliveryTime(ctx context.Context, producer pulsar.Producer, consumer pulsar
 	if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("plain")}); err != nil {
 		return 0, fmt.Errorf("plain send: %w", err)
 	}
+	m, err := receiveOnly(ctx, consumer, "plain")
+	if err != nil {
+		return 0, fmt.Errorf("plain message: %w", err)
+	}
+	return time.Since(start), consumer.Ack(m)
+}
+
+// receiveOnly receives the next message, which must have payload want.
+func receiveOnly(ctx context.Context, consumer pulsar.Consumer, want string) (pulsar.Message, error) {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	m, err := consumer.Receive(rctx)
 	if err != nil {
-		return 0, fmt.Errorf("receive the plain message: %w", err)
+		return nil, fmt.Errorf("receive: %w", err)
 	}
-	if string(m.Payload()) != "plain" {
-		return 0, fmt.Errorf("got %q, want %q", m.Payload(), "plain")
+	if string(m.Payload()) != want {
+		return nil, fmt.Errorf("got %q, want %q", m.Payload(), want)
 	}
-	return time.Since(start), consumer.Ack(m)
+	return m, nil
 }
