@@ -51,6 +51,7 @@ type Producer struct {
 	bg tracker
 
 	monStop, monDone chan struct{} // the health monitor goroutine
+	clock            startClock    // Event.Start; renewed by the monitor
 
 	detach func() // from the shared clients (WithClients); nil without
 }
@@ -164,6 +165,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		cl.onAck = cl.ack
 		p.log().Info("keyroute: cluster connected", "cluster", cl.name, "topic", c.topic, "partitions", len(cl.parts))
 	}
+	p.clock.reset(time.Now())
 	p.monStop, p.monDone = make(chan struct{}), make(chan struct{})
 	go p.monitor(p.monStop, p.monDone)
 	if c.clients != nil {
