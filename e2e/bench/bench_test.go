@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"syscall"
@@ -277,6 +278,11 @@ func BenchmarkAsync(b *testing.B) {
 		for _, side := range inRound(round) {
 			var cpuLast, rateLast, perEntryLast float64 // of the run with the final b.N
 			b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
+				// The side's goroutines, pulsar-client-go's included,
+				// inherit the label: -cpuprofile splits by side
+				// (pprof -tagfocus side=sdk).
+				pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("side", side.name)))
+				defer pprof.SetGoroutineLabels(context.Background())
 				topic := newTopic(b)
 				s := side.open(b, topic, true)
 				defer s.close()
