@@ -22,8 +22,9 @@ const straggleDelay = time.Millisecond
 // it reached a writer, from Close. The dispatcher reports each partition's
 // outcomes in the order the messages were handed over (their seq), holding
 // any that come early; so a key's callbacks run in call order, failures
-// before acceptance included. push never blocks: it is one
-// compare-and-swap onto a stack that the dispatcher takes whole.
+// before acceptance included. push never waits for the callback
+// goroutine: it appends to a queue under a lock held only for the append,
+// and the dispatcher takes the queue whole.
 //
 // pulsar-client-go reports a batch's acks one after the other on one
 // goroutine, doing a few hundred nanoseconds of its own work between them;
