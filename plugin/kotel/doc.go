@@ -116,12 +116,13 @@
 //
 // End to end (SendAsync on one local cluster, e2e/telemetry, every
 // mode once per round in rotating order, 12 rounds; medians of throughput
-// and client CPU against no observer in the same round): a no-op Observer
-// 0.88x (+9% CPU), which is the producer's own cost of observing (an
-// Event, a clock read, two calls); metrics with WithTracing(false) and
-// WithDurations 0.86x (+12%); metrics through the SDK's histogram 0.82x
-// (+23%). Rounds swing by ±20% on this machine. An earlier run gave 0.49x
-// with 1% of traces sampled and 0.36x with every message traced.
+// and client CPU against no observer in the same round, 2026-11-25): a
+// no-op Observer 0.89x (+6% CPU), which is the producer's own cost of
+// observing (an Event, a clock read, two calls); metrics with
+// WithTracing(false) and WithDurations 0.91x (+9%); metrics through the
+// SDK's histogram 0.76x (+35%). Rounds swing by ±20% on this machine: the
+// run before gave +9%, +12% and +23%. An earlier run gave 0.49x with 1% of
+// traces sampled and 0.36x with every message traced.
 //
 // Recommended: WithTracing(false) on hot topics that need no traces, with
 // WithDurations where its trade is acceptable; otherwise
