@@ -89,6 +89,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 	}
 
 	p := &Producer{cfg: c, router: r, idle: make(chan struct{}, 1)}
+	p.clock.reset(time.Now()) // before anything can be observed
 	p.closing, p.stopAll = context.WithCancel(context.Background())
 	p.done = p.closing.Done()
 	p.clusters = make([]*cluster, len(topo.Clusters))
@@ -165,7 +166,6 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		cl.onAck = cl.ack
 		p.log().Info("keyroute: cluster connected", "cluster", cl.name, "topic", c.topic, "partitions", len(cl.parts))
 	}
-	p.clock.reset(time.Now())
 	p.monStop, p.monDone = make(chan struct{}), make(chan struct{})
 	go p.monitor(p.monStop, p.monDone)
 	if c.clients != nil {
