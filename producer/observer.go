@@ -46,8 +46,9 @@ type Event struct {
 	Bytes int64
 	// Start is when the message was handed over. It carries a monotonic
 	// reading, so time.Since(ev.Start) is exact; its wall clock reading may
-	// differ from time.Now's by a step of the system clock made in the
-	// last second or so (see startClock).
+	// differ from time.Now's by a step of the system clock made since the
+	// health monitor's last tick (every DownAfter/8, at least 10 ms; see
+	// startClock).
 	Start time.Time
 
 	// Outcome, set before OnDone.
