@@ -29,8 +29,12 @@ const (
 	partitions  = 5
 	keyCount    = 10_000
 	payloadSize = 128
-	maxPending  = 10_000 // per partition, as in the raw baseline
 )
+
+// maxPending is the messages a partition may hold unacknowledged, on both
+// sides (the raw producer's MaxPendingMessages; the SDK's cluster share is
+// maxPending per partition).
+var maxPending = flag.Int("max-pending", 10_000, "messages in flight per partition, both sides")
 
 // rounds is how many times every side runs.
 var rounds = flag.Int("rounds", 4, "rounds of raw and SDK; each round runs every side once")
@@ -146,7 +150,7 @@ func newRaw(b *testing.B, topic string, batching bool) *rawSender {
 			b.Fatal(err)
 		}
 		p, err := client.CreateProducer(pulsar.ProducerOptions{
-			Topic: topic, CompressionType: pulsar.LZ4, MaxPendingMessages: maxPending,
+			Topic: topic, CompressionType: pulsar.LZ4, MaxPendingMessages: *maxPending,
 			DisableBatching: !batching, BatchingMaxMessages: 1000, BatchingMaxPublishDelay: 10 * time.Millisecond,
 		})
 		if err != nil {
@@ -192,7 +196,7 @@ func newSDK(b *testing.B, topic string, batching bool) *sdkSender {
 	n := len(bed.Clusters())
 	p, err := producer.New(context.Background(), bed.Topology(), producer.Topic(topic),
 		producer.Batching(batching), producer.Compression(producer.LZ4),
-		producer.MaxPendingMessages(maxPending*partitions*n), producer.MemoryLimit(int64(n)*64<<20))
+		producer.MaxPendingMessages(*maxPending*partitions*n), producer.MemoryLimit(int64(n)*64<<20))
 	if err != nil {
 		b.Fatal(err)
 	}
