@@ -211,14 +211,17 @@ func (pt *partition) take() *inflight {
 	return pt.takeLocked()
 }
 
-// takeLocked returns a pooled inflight: from the free list, else from
-// inflightPool, else the first of a new slab whose others go to the free
-// list. Called with mu held.
+// takeLocked returns a pooled inflight: from the free list (and prefetches
+// the one it will return next), else from inflightPool, else the first of a
+// new slab whose others go to the free list. Called with mu held.
 func (pt *partition) takeLocked() *inflight {
 	if n := len(pt.free); n > 0 {
 		f := pt.free[n-1]
 		pt.free[n-1] = nil
 		pt.free = pt.free[:n-1]
+		if n > 1 {
+			prefetchInflight(pt.free[n-2]) // the next one taken (see prefetch.go)
+		}
 		return f
 	}
 	if f, ok := inflightPool.Get().(*inflight); ok {

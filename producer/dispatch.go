@@ -151,6 +151,9 @@ func (d *dispatcher) run() {
 		d.inside.Store(true)
 		for i, f := range batch {
 			batch[i] = nil
+			if i+1 < len(batch) {
+				prefetchInflight(batch[i+1]) // see prefetch.go
+			}
 			if f.barrier != nil {
 				d.barriers = append(d.barriers, f.barrier)
 				continue

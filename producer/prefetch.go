@@ -1,0 +1,27 @@
+package producer
+
+import "unsafe"
+
+// An inflight is reused after thousands of other messages (see minSlab), so
+// by then it is in no cache near the core that reuses it, and the last
+// goroutine to write it (the callback goroutine, which cleared it) may have
+// run on another core. Filling it then stalls the sender on each of its
+// cache lines. With 5 clusters a sender also walks 25 partitions' inflights
+// in turn, more interleaved runs than the CPU's own prefetchers follow:
+// pprof of BenchmarkSendAsyncOverhead put toPulsar, the first writes to an
+// inflight, at 99 ns/msg with 5 clusters and 32 with 1. So the partition
+// asks for the lines of the inflight it will hand out next when it hands
+// out one (takeLocked), and the callback goroutine for those of the next
+// outcome while it reports one (dispatcher.run): they arrive while the
+// current message is handled. toPulsar then took 13 ns/msg with 5 clusters,
+// and in-process A/B runs (7 rounds each, the same binary with the
+// prefetches switched off) measured the SDK's added CPU per message 62 and
+// 67 ns lower with 5 clusters, 7 and 13 ns lower with 1.
+//
+// A prefetch is a hint: it never faults, whatever the address, and changes
+// nothing a program can observe but time.
+
+// prefetchInflight asks the CPU to bring f's cache lines near the core.
+func prefetchInflight(f *inflight) {
+	prefetch(unsafe.Pointer(f), unsafe.Sizeof(*f))
+}
