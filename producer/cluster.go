@@ -179,11 +179,27 @@ func (f *inflight) reset() {
 // caller's slices) but not Properties: pulsar-client-go may still read a
 // failed chunked message's Properties after its callback (for a log
 // field, as it fails the message's other chunks); toPulsar sets it again.
+//
+// It keeps part, which outlives every message: the partition's own
+// inflights go back to it. The fields most messages leave unset are
+// stored only when set, as each pointer store costs a write barrier while
+// the GC marks (see toPulsar).
 func (f *inflight) clear() {
-	f.pm.Payload, f.pm.Value, f.pm.Key, f.pm.OrderingKey = nil, nil, "", ""
-	f.pm.ReplicationClusters, f.pm.SequenceID = nil, nil
-	f.ctx, f.msg, f.cb, f.part, f.cost, f.seq, f.accepted = nil, nil, nil, nil, 0, 0, false
-	f.id, f.err, f.ev = nil, nil, nil
+	f.pm.Payload, f.pm.Key = nil, ""
+	f.ctx, f.msg, f.cb, f.id = nil, nil, nil, nil
+	f.cost, f.seq, f.accepted = 0, 0, false
+	if f.pm.Value != nil {
+		f.pm.Value = nil
+	}
+	if f.pm.ReplicationClusters != nil {
+		f.pm.ReplicationClusters = nil
+	}
+	storeIfNew(&f.pm.OrderingKey, "")
+	storeIfNew(&f.pm.SequenceID, nil)
+	if f.err != nil {
+		f.err = nil
+	}
+	storeIfNew(&f.ev, nil)
 }
 
 // done marks f reported; the caller touches f no more. A refused pooled f

@@ -56,7 +56,10 @@ func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
 	if !f.state.CompareAndSwap(pending, completed) {
 		return
 	}
-	f.id, f.err = id, err
+	f.id = id
+	if err != nil || f.err != nil { // f.err is nil here: no store (see clear)
+		f.err = err
+	}
 	if err != nil {
 		c.health.failed.Add(1)
 	} else {

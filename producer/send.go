@@ -83,7 +83,9 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback, f
 			if f == nil {
 				f = pt.takeLocked()
 			}
-			f.ctx, f.msg, f.cb, f.part, f.cost, f.ev, f.accepted = ctx, msg, cb, pt, n, ev, true
+			f.ctx, f.msg, f.cb, f.cost, f.accepted = ctx, msg, cb, n, true
+			storeIfNew(&f.part, pt) // unchanged for a partition's own (see clear)
+			storeIfNew(&f.ev, ev)
 			f.state.Store(pending) // a reused f keeps the state it was reported in
 			toPulsar(&f.pm, msg, props)
 			pt.trackLocked(f)
