@@ -31,6 +31,18 @@ func TestEveryMessageFieldReachesPulsar(t *testing.T) {
 	// zero values included.
 	toPulsar(&pm, &Message{Key: "k2", DeliverAfter: time.Second, DisableReplication: true}, nil)
 	assert.Equal(t, pulsar.ProducerMessage{Key: "k2", Payload: emptyPayload, DeliverAfter: time.Second, DisableReplication: true}, pm)
+
+	// toPulsar stores a field only when it differs: the same instant in
+	// another location differs, and a cleared inflight's pm takes every
+	// field again.
+	f := &inflight{}
+	toPulsar(&f.pm, m, props)
+	f.clear()
+	inUTC := &Message{Key: "k3", EventTime: at.UTC(), DeliverAt: at.UTC(), OrderingKey: "ok", SequenceID: &seq}
+	toPulsar(&f.pm, inUTC, nil)
+	assert.Equal(t, pulsar.ProducerMessage{Key: "k3", Payload: emptyPayload, EventTime: at.UTC(), OrderingKey: "ok", DeliverAt: at.UTC(), SequenceID: &seq}, f.pm)
+	assert.Same(t, time.UTC, f.pm.EventTime.Location())
+	assert.Same(t, time.UTC, f.pm.DeliverAt.Location())
 }
 
 func TestCheckNamesTheContradiction(t *testing.T) {
