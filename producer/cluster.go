@@ -236,7 +236,7 @@ func (pt *partition) takeLocked() *inflight {
 		pt.free[n-1] = nil
 		pt.free = pt.free[:n-1]
 		if n > 1 {
-			prefetchInflight(pt.free[n-2]) // the next one taken (see prefetch.go)
+			pt.c.prefetch(pt.free[n-2]) // the next one taken
 		}
 		return f
 	}
@@ -245,22 +245,42 @@ func (pt *partition) takeLocked() *inflight {
 	}
 	n := min(max(pt.slab*2, minSlab), maxSlab)
 	pt.slab = n
-	slab := make([]inflight, n)
-	var events []Event // an observed cluster's Events, adjacent too
-	if pt.c.obs != nil {
-		events = make([]Event, n)
-	}
-	for i := range slab {
-		slab[i].pooled = true
-		if events != nil {
-			slab[i].event = &events[i]
-		}
-	}
+	fs := newSlab(n, pt.c.obs != nil)
 	// Taken from the end of free first: the slab's first ones first.
 	for i := n - 1; i > 0; i-- {
-		pt.free = append(pt.free, &slab[i])
+		pt.free = append(pt.free, fs[i])
 	}
-	return &slab[0]
+	return fs[0]
+}
+
+// newSlab allocates n pooled inflights, adjacent in memory. An observed
+// cluster's each come with their Event right after them, so that one
+// prefetch brings both (cluster.prefetch).
+func newSlab(n int, observed bool) []*inflight {
+	fs := make([]*inflight, n)
+	if observed {
+		slab := make([]observedInflight, n)
+		for i := range slab {
+			slab[i].f.event = &slab[i].ev
+			fs[i] = &slab[i].f
+		}
+	} else {
+		slab := make([]inflight, n)
+		for i := range slab {
+			fs[i] = &slab[i]
+		}
+	}
+	for _, f := range fs {
+		f.pooled = true
+	}
+	return fs
+}
+
+// observedInflight is an inflight of an observed cluster's slab, with its
+// Event.
+type observedInflight struct {
+	f  inflight
+	ev Event
 }
 
 // trackLocked numbers f when it has an outcome to report and, when it is

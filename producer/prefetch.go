@@ -18,10 +18,22 @@ import "unsafe"
 // prefetches switched off) measured the SDK's added CPU per message 62 and
 // 67 ns lower with 5 clusters, 7 and 13 ns lower with 1.
 //
+// An observed cluster's inflights carry their Event right after them
+// (observedInflight), so the same prefetch brings it: a do-nothing
+// Observer then added 23 to 50 ns/msg less than with Events in a slab of
+// their own (three A/B runs).
+//
 // A prefetch is a hint: it never faults, whatever the address, and changes
 // nothing a program can observe but time.
 
-// prefetchInflight asks the CPU to bring f's cache lines near the core.
-func prefetchInflight(f *inflight) {
-	prefetch(unsafe.Pointer(f), unsafe.Sizeof(*f))
+// prefetch asks the CPU to bring f's cache lines near the core: with an
+// observed cluster, those of the Event that follows f in its slab too
+// (observedInflight). f may be any inflight: for one whose Event is
+// elsewhere, the hint is only wasted.
+func (c *cluster) prefetch(f *inflight) {
+	n := unsafe.Sizeof(*f)
+	if c.obs != nil {
+		n = unsafe.Sizeof(observedInflight{})
+	}
+	prefetch(unsafe.Pointer(f), n)
 }

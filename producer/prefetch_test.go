@@ -2,6 +2,7 @@ package producer
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"unsafe"
 )
@@ -30,8 +31,38 @@ func TestPrefetch(t *testing.T) {
 	}
 	slab := make([]inflight, 3)
 	slab[1].cost = 42
-	prefetchInflight(&slab[1])
-	if slab[1].cost != 42 || slab[0].cost != 0 || slab[2].cost != 0 {
-		t.Fatal("prefetchInflight changed an inflight")
+	(&cluster{}).prefetch(&slab[1])
+	observed := make([]observedInflight, 2)
+	observed[0].ev.Bytes = 7
+	(&cluster{obs: silentObserver{}}).prefetch(&observed[0].f)
+	if slab[1].cost != 42 || slab[0].cost != 0 || slab[2].cost != 0 || observed[0].ev.Bytes != 7 {
+		t.Fatal("a prefetch changed an inflight or its Event")
 	}
 }
+
+// TestObservedSlabsPairInflightAndEvent checks that an observed cluster's
+// inflights come with their Event right after them, which is what its
+// prefetch reaches, and an unobserved cluster's with none.
+func TestObservedSlabsPairInflightAndEvent(t *testing.T) {
+	for _, observed := range []bool{false, true} {
+		fs := newSlab(minSlab, observed)
+		if len(fs) != minSlab {
+			t.Fatalf("newSlab(%d) returned %d inflights", minSlab, len(fs))
+		}
+		for i, f := range fs {
+			switch {
+			case !f.pooled:
+				t.Fatalf("inflight %d is not pooled", i)
+			case !observed && f.event != nil:
+				t.Fatalf("an unobserved cluster's inflight %d has an Event", i)
+			case observed && uintptr(unsafe.Pointer(f.event)) != uintptr(unsafe.Pointer(f))+unsafe.Offsetof(observedInflight{}.ev):
+				t.Fatalf("an observed cluster's inflight %d is not followed by its Event", i)
+			}
+		}
+	}
+}
+
+type silentObserver struct{}
+
+func (silentObserver) OnStart(context.Context, *Event) map[string]string { return nil }
+func (silentObserver) OnDone(*Event)                                     {}
