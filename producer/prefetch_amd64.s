@@ -1,3 +1,5 @@
+//go:build !purego
+
 #include "textflag.h"
 
 // func prefetch(p unsafe.Pointer, n uintptr)

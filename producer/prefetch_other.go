@@ -1,10 +1,10 @@
-//go:build !amd64
+//go:build !amd64 || purego
 
 package producer
 
 import "unsafe"
 
-// prefetch does nothing on this architecture: only amd64 has the
-// instruction written (prefetch_amd64.s). The CPU's own prefetchers and
-// the inflight slabs still apply.
+// prefetch does nothing here: only amd64 has the instruction written
+// (prefetch_amd64.s), and the purego build tag (as in xxhash) leaves out
+// assembly. The CPU's own prefetchers and the inflight slabs still apply.
 func prefetch(unsafe.Pointer, uintptr) {}
