@@ -74,9 +74,9 @@ var emptyPayload = []byte{}
 
 // toPulsar sets pm's fields to m's. pm is usually an inflight's, cleared
 // since its last message, whose rarely used fields are still unset: as a
-// pointer store costs a GC write barrier while the GC marks (a third of
-// the time under load), those are stored only when they differ, and pm
-// ends the same either way.
+// pointer store costs a GC write barrier while the GC marks (under load,
+// a good part of the time), those are stored only when they differ, and
+// pm ends the same either way.
 func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) {
 	pm.Key = m.Key
 	pm.Payload = m.Value
