@@ -245,35 +245,32 @@ func (pt *partition) takeLocked() *inflight {
 	}
 	n := min(max(pt.slab*2, minSlab), maxSlab)
 	pt.slab = n
-	fs := newSlab(n, pt.c.obs != nil)
-	// Taken from the end of free first: the slab's first ones first.
-	for i := n - 1; i > 0; i-- {
-		pt.free = append(pt.free, fs[i])
-	}
-	return fs[0]
+	pt.free = appendSlab(pt.free, n, pt.c.obs != nil)
+	f := pt.free[len(pt.free)-1]
+	pt.free[len(pt.free)-1] = nil
+	pt.free = pt.free[:len(pt.free)-1]
+	return f
 }
 
-// newSlab allocates n pooled inflights, adjacent in memory. An observed
-// cluster's each come with their Event right after them, so that one
-// prefetch brings both (cluster.prefetch).
-func newSlab(n int, observed bool) []*inflight {
-	fs := make([]*inflight, n)
+// appendSlab allocates n pooled inflights, adjacent in memory, and appends
+// them to free last first, so that they are taken (from the end) first
+// first. An observed cluster's each come with their Event right after
+// them, so that one prefetch brings both (cluster.prefetch).
+func appendSlab(free []*inflight, n int, observed bool) []*inflight {
 	if observed {
 		slab := make([]observedInflight, n)
-		for i := range slab {
-			slab[i].f.event = &slab[i].ev
-			fs[i] = &slab[i].f
+		for i := n - 1; i >= 0; i-- {
+			slab[i].f.pooled, slab[i].f.event = true, &slab[i].ev
+			free = append(free, &slab[i].f)
 		}
-	} else {
-		slab := make([]inflight, n)
-		for i := range slab {
-			fs[i] = &slab[i]
-		}
+		return free
 	}
-	for _, f := range fs {
-		f.pooled = true
+	slab := make([]inflight, n)
+	for i := n - 1; i >= 0; i-- {
+		slab[i].pooled = true
+		free = append(free, &slab[i])
 	}
-	return fs
+	return free
 }
 
 // observedInflight is an inflight of an observed cluster's slab, with its

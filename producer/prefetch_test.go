@@ -45,11 +45,14 @@ func TestPrefetch(t *testing.T) {
 // prefetch reaches, and an unobserved cluster's with none.
 func TestObservedSlabsPairInflightAndEvent(t *testing.T) {
 	for _, observed := range []bool{false, true} {
-		fs := newSlab(minSlab, observed)
-		if len(fs) != minSlab {
-			t.Fatalf("newSlab(%d) returned %d inflights", minSlab, len(fs))
+		fs := appendSlab([]*inflight{nil}, minSlab, observed)
+		if len(fs) != 1+minSlab || fs[0] != nil {
+			t.Fatalf("appendSlab(%d) appended %d inflights", minSlab, len(fs)-1)
 		}
-		for i, f := range fs {
+		for i, f := range fs[1:] {
+			if i > 0 && uintptr(unsafe.Pointer(f)) >= uintptr(unsafe.Pointer(fs[i])) {
+				t.Fatalf("inflight %d is not before the one appended before it: the slab's first would not be taken first", i)
+			}
 			switch {
 			case !f.pooled:
 				t.Fatalf("inflight %d is not pooled", i)
