@@ -6,12 +6,13 @@ import "unsafe"
 // by then it is in no cache near the core that reuses it, and the last
 // goroutine to write it (the callback goroutine, which cleared it) may have
 // run on another core. Filling it then stalls the sender on each of its
-// cache lines. With 5 clusters a sender also walks 25 partitions' inflights
-// in turn, more interleaved runs than the CPU's own prefetchers follow:
-// pprof of BenchmarkSendAsyncOverhead put toPulsar, the first writes to an
-// inflight, at 99 ns/msg with 5 clusters and 32 with 1. So the partition
-// asks for the lines of the inflight it will hand out next when it hands
-// out one (takeLocked), and the callback goroutine for those of the next
+// cache lines. pprof of BenchmarkSendAsyncOverhead put toPulsar, the first
+// writes to an inflight, at 99 ns/msg with 5 clusters and 32 with 1: with
+// 5 clusters a sender walks 25 partitions' inflights in turn, five times
+// the records in flight, in more interleaved runs (which of the two costs
+// more was not measured). So the partition asks for the lines of the
+// inflight it will hand out next when it hands out one (takeLocked), and
+// the callback goroutine for those of the next
 // outcome while it reports one (dispatcher.run): they arrive while the
 // current message is handled. toPulsar then took 13 ns/msg with 5 clusters,
 // and in-process A/B runs (7 rounds each, the same binary with the
