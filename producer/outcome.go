@@ -136,7 +136,8 @@ func (c *cluster) outcome(f *inflight) (ID, error) {
 // report tells the observer and runs f's callback. An acknowledged,
 // unobserved message, most of them, takes a path of its own: its ID goes
 // to the callback in registers, where the ID returned by outcome was built
-// on the stack and copied (cachegrind: 61 fewer instructions a message).
+// on the stack and copied (cachegrind, GOMAXPROCS=1: 64 to 71 fewer
+// instructions a message in the SDK's own frames).
 func (c *cluster) report(f *inflight) {
 	if f.err == nil && f.ev == nil {
 		f.cb(ID{Cluster: c.name, Partition: f.part.idx, MessageID: f.id}, f.msg, nil)
