@@ -16,7 +16,7 @@ E2E_TIMEOUT ?= 75m
 FUZZ_TOPOLOGY ?= 30000x
 FUZZ_ROUTER   ?= 200000x
 
-.PHONY: run test check unit fuzz e2e bench bench-omb
+.PHONY: run test check unit fuzz e2e bench bench-omb bench-ir
 
 ## run: the main job: the load generator against five local clusters it starts.
 run:
@@ -57,3 +57,7 @@ bench:
 ## bench-omb: loadgen's OpenMessaging Benchmark workloads on one vs five local clusters (a few minutes); rewrites BENCH.md.
 bench-omb:
 	$(GO) run ./examples/loadgen/benchomb -out BENCH.md
+
+## bench-ir: instructions per message in keyroute's own frames (valgrind's cachegrind): a count that does not move with the machine's load.
+bench-ir:
+	bash producer/testdata/bench-ir.sh
