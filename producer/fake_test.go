@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyroute/keyroute/producer"
@@ -106,4 +108,32 @@ func rawWriters(tb testing.TB, fake *producertest.Clusters) []hook.Writer {
 		conn.Close()
 	})
 	return conn.Writers
+}
+
+// TestFakeSendAsyncDoesNotWaitForCallbacks pins what
+// BenchmarkSendAsyncOverhead relies on: with AsyncAcks, a sender is not
+// held up while the writer's goroutine runs the callbacks of a batch, as a
+// pulsar-client-go sender is not held up by its connection's goroutine.
+// (When it was, a heavier callback, the Producer's, slowed its own
+// senders.) The bound only keeps a failing run from hanging: the send
+// that fails it never returns at all.
+func TestFakeSendAsyncDoesNotWaitForCallbacks(t *testing.T) {
+	w := rawWriter(t, producertest.New(producertest.AsyncAcks(1)))
+	inCallback, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	w.SendAsync(context.Background(), &pulsar.ProducerMessage{Key: "a"}, func(pulsar.MessageID, *pulsar.ProducerMessage, error) {
+		close(inCallback)
+		<-release
+	})
+	<-inCallback // the writer's goroutine is in a's callback
+	go func() {
+		w.SendAsync(context.Background(), &pulsar.ProducerMessage{Key: "b"}, func(pulsar.MessageID, *pulsar.ProducerMessage, error) {})
+		close(returned)
+	}()
+	select {
+	case <-returned:
+		close(release)
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("SendAsync waited for the callback the writer's goroutine was running")
+	}
 }

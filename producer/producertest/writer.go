@@ -16,11 +16,12 @@ type writer struct {
 	cl *client
 
 	// cb orders the writer's callbacks: it is held from taking a message
-	// (SendAsync) or taking held ones (Ack, ...) until their callbacks have
-	// run, so that they run one at a time and in order, as a
-	// pulsar-client-go producer's run on its connection's goroutine. It is
-	// locked before cs.mu, never while cs.mu is held, and the callbacks
-	// run without cs.mu.
+	// that SendAsync calls back (without AsyncAcks; with it, a refusal
+	// only) or taking held ones (Ack, ...) until their callbacks have run,
+	// so that they run one at a time and in order, as a pulsar-client-go
+	// producer's run on its connection's goroutine. It is locked before
+	// cs.mu, never while cs.mu is held, and the callbacks run without
+	// cs.mu.
 	cb sync.Mutex
 
 	bulk bool // reserved for bulk transactions: it may batch them
@@ -61,16 +62,28 @@ func (p *Partition) open(cl *client, bulk bool) *writer {
 
 // SendAsync writes pm and acknowledges it at once, or holds it (Hold,
 // AsyncAcks), or refuses it.
+//
+// With AsyncAcks a message it takes is only held, so SendAsync takes cb
+// only to call back a refusal: a sender does not wait while the writer's
+// goroutine runs a batch's callbacks, as pulsar-client-go's SendAsync
+// does not wait for its connection's goroutine.
 func (w *writer) SendAsync(ctx context.Context, pm *pulsar.ProducerMessage, cb func(pulsar.MessageID, *pulsar.ProducerMessage, error)) {
 	p := w.p
 	cs := p.c.cs
-	w.cb.Lock()
-	defer w.cb.Unlock()
+	async := w.batch > 0
+	if !async {
+		w.cb.Lock()
+		defer w.cb.Unlock()
+	}
 	cs.mu.Lock()
 	t := p.c.txnOf(w, pm)
 	if err := w.refusal(ctx, t); err != nil {
 		p.log(OpSendFail, pm.Key, t, err)
 		cs.mu.Unlock()
+		if async {
+			w.cb.Lock()
+			defer w.cb.Unlock()
+		}
 		cb(nil, pm, err)
 		return
 	}
