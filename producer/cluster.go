@@ -179,6 +179,8 @@ func (f *inflight) reset() {
 // caller's slices) but not Properties: pulsar-client-go may still read a
 // failed chunked message's Properties after its callback (for a log
 // field, as it fails the message's other chunks); toPulsar sets it again.
+// pm.Value stays nil throughout: toPulsar never sets it, and
+// pulsar-client-go does not write a ProducerMessage.
 //
 // It keeps part, which outlives every message: the partition's own
 // inflights go back to it. The fields most messages leave unset are
@@ -188,9 +190,6 @@ func (f *inflight) clear() {
 	f.pm.Payload, f.pm.Key = nil, ""
 	f.ctx, f.msg, f.cb, f.id = nil, nil, nil, nil
 	f.cost, f.seq, f.accepted = 0, 0, false
-	if f.pm.Value != nil {
-		f.pm.Value = nil
-	}
 	if f.pm.ReplicationClusters != nil {
 		f.pm.ReplicationClusters = nil
 	}
@@ -231,24 +230,20 @@ func (pt *partition) take() *inflight {
 // the one it will return next), else from inflightPool, else the first of a
 // new slab whose others go to the free list. Called with mu held.
 func (pt *partition) takeLocked() *inflight {
-	if n := len(pt.free); n > 0 {
-		f := pt.free[n-1]
-		pt.free[n-1] = nil
-		pt.free = pt.free[:n-1]
-		if n > 1 {
-			pt.c.prefetch(pt.free[n-2]) // the next one taken
+	if len(pt.free) == 0 {
+		if f, ok := inflightPool.Get().(*inflight); ok {
+			return f
 		}
-		return f
+		pt.slab = min(max(pt.slab*2, minSlab), maxSlab)
+		pt.free = appendSlab(pt.free, pt.slab, pt.c.obs != nil)
 	}
-	if f, ok := inflightPool.Get().(*inflight); ok {
-		return f
+	n := len(pt.free)
+	f := pt.free[n-1]
+	pt.free[n-1] = nil
+	pt.free = pt.free[:n-1]
+	if n > 1 {
+		pt.c.prefetch(pt.free[n-2]) // the next one taken
 	}
-	n := min(max(pt.slab*2, minSlab), maxSlab)
-	pt.slab = n
-	pt.free = appendSlab(pt.free, n, pt.c.obs != nil)
-	f := pt.free[len(pt.free)-1]
-	pt.free[len(pt.free)-1] = nil
-	pt.free = pt.free[:len(pt.free)-1]
 	return f
 }
 

@@ -57,10 +57,8 @@ func (c *cluster) complete(f *inflight, id pulsar.MessageID, err error) {
 		return
 	}
 	f.id = id
-	if err != nil || f.err != nil { // f.err is nil here: no store (see clear)
+	if err != nil { // else f.err is nil already (see clear): no store
 		f.err = err
-	}
-	if err != nil {
 		c.health.failed.Add(1)
 	} else {
 		c.health.acked.Add(1)
