@@ -40,8 +40,8 @@ var rounds = flag.Int("rounds", 5, "interleaved rounds of BenchmarkSendAsyncOver
 // timed: a producer is made once and then sends for long. Each round
 // reports the setup's CPU as setup-cpu-us: New took 2.5-4.2 ms with 5
 // clusters (above all the router's slot table, 64K rendezvous rankings)
-// and 0.5-0.9 ms with 1, where a raw side's took 0.03-0.13 ms; 1-4 ns a
-// message of a 1M-message round. Use -benchtime Nx
+// and 0.5-0.9 ms with 1, where a raw side's took 0.03-0.13 ms; 0.5-4 ns
+// a message of a 1M-message round. Use -benchtime Nx
 // (e.g. 1000000x) so that every round sends as many messages:
 //
 //	go test -run '^$' -bench SendAsyncOverhead -benchtime 1000000x ./producer/
