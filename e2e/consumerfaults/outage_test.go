@@ -192,7 +192,7 @@ var _ = Describe("the consumer while one of five clusters is killed", func() {
 			before, during, ratio, pDuring/pBefore)
 
 		slowest := tr.slowestAck(victim.Name, b0, killBegan)
-		f := fault{victim: victim.Name, killBegan: killBegan, killDone: killDone, restartBegan: restartBegan,
+		f := fault{victim: victim.Name, killBegan: killBegan, restartBegan: restartBegan,
 			// One mark-delete interval, plus the cursor write in progress
 			// and the next one, each taken as long as the slowest write the
 			// producer saw acknowledged there before the kill: what is
