@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/keyroute/keyroute/producer"
@@ -40,6 +41,8 @@ type load struct {
 	errKinds map[string]map[string]int // per own cluster: error class counts
 	handed   map[string][]handOverTime // per own cluster, in send order
 	sent     int
+	lastAck  map[string]time.Time     // per cluster: the latest ack's callback
+	ackGap   map[string]time.Duration // per cluster: the longest time between two acks' callbacks
 }
 
 // handOverTime is one SendAsync call: when it began (since start) and how
@@ -49,7 +52,8 @@ type handOverTime struct{ at, took time.Duration }
 func newLoad(p *producer.Producer, rate, keys int, bound time.Duration) *load {
 	return &load{p: p, rate: rate, keys: keys, window: 250 * time.Millisecond, handOver: bound,
 		acked: map[string][]int{}, ackedIDs: map[string]int{}, failed: map[string]error{},
-		firstErr: map[string]time.Time{}, errKinds: map[string]map[string]int{}, handed: map[string][]handOverTime{}}
+		firstErr: map[string]time.Time{}, errKinds: map[string]map[string]int{}, handed: map[string][]handOverTime{},
+		lastAck: map[string]time.Time{}, ackGap: map[string]time.Duration{}}
 }
 
 // run sends until ctx ends, then flushes.
@@ -114,7 +118,12 @@ func (l *load) record(own, id string, pid producer.ID, err error) {
 		}
 		return
 	}
-	w := int(time.Since(l.start) / l.window)
+	now := time.Now()
+	if last, ok := l.lastAck[pid.Cluster]; ok {
+		l.ackGap[pid.Cluster] = max(l.ackGap[pid.Cluster], now.Sub(last))
+	}
+	l.lastAck[pid.Cluster] = now
+	w := int(now.Sub(l.start) / l.window)
 	per := l.acked[pid.Cluster]
 	for len(per) <= w {
 		per = append(per, 0)
@@ -178,16 +187,33 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 }
 
 // checkErrors asserts that every failure is a *SendError for the broken
-// cluster, of an expected class.
+// cluster, of an expected class. A healthy cluster may fail messages only
+// with ErrClusterDown (a refusal: not written), and only if its acks stopped long
+// enough for the producer to mark it down rightly: a JVM restarting on
+// these two cores can stall another for a second (seen once in CI during
+// a graceful restart). The load sees acks through their callbacks, which
+// may come late, so the gap it sees can be shorter than the one the
+// producer saw (DownAfter) by that lag: it asks for half of DownAfter. A
+// cluster acking at its rate (hundreds a second) never gaps by more than
+// a batch's linger, so one marked down while its acks flowed still fails
+// the spec.
 func (l *load) checkErrors(broken string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for id, err := range l.failed {
 		var se *producer.SendError
 		Expect(errors.As(err, &se)).To(BeTrue(), "%s: %v", id, err)
-		Expect(se.Cluster).To(Equal(broken), "%s failed on a healthy cluster: %v", id, err)
+		if se.Cluster == broken {
+			continue
+		}
+		Expect(err).To(MatchError(producer.ErrClusterDown), "%s failed on a healthy cluster", id)
+		Expect(l.ackGap[se.Cluster]).To(BeNumerically(">=", downAfter/2), "%s failed on a healthy cluster whose acks did not stop: %v", id, err)
 	}
-	for own := range l.errKinds {
-		Expect(own).To(Equal(broken))
+	for own, kinds := range l.errKinds {
+		if own != broken {
+			GinkgoWriter.Printf("  healthy %s failed %v; its acks stopped for %s at the longest\n", own, kinds, l.ackGap[own].Round(time.Millisecond))
+			Expect(kinds).To(HaveKey(producer.ErrClusterDown.Error()))
+			Expect(kinds).To(HaveLen(1), "a healthy cluster's keys fail only as cluster down: %v", kinds)
+		}
 	}
 }
