@@ -58,6 +58,6 @@ bench:
 bench-omb:
 	$(GO) run ./examples/loadgen/benchomb -out BENCH.md
 
-## bench-ir: instructions per message in keyroute's own frames (valgrind's cachegrind): a count that does not move with the machine's load.
+## bench-ir: instructions per message in keyroute's own frames (valgrind's cachegrind): a count that does not move with the machine's load; MISSES=1 adds modelled cache misses.
 bench-ir:
 	bash producer/testdata/bench-ir.sh

@@ -45,6 +45,40 @@ func TestEveryMessageFieldReachesPulsar(t *testing.T) {
 	assert.Same(t, time.UTC, f.pm.DeliverAt.Location())
 }
 
+// A reported inflight waits on its partition's free list, perhaps for
+// long: clear must drop every reference to the caller's message that it
+// holds, the rarely set fields included (which it reads only when fill
+// noted one), and the ReplicationClusters that pulsar-client-go writes for
+// a message that disables replication.
+func TestClearDropsTheMessage(t *testing.T) {
+	seq := int64(7)
+	props := map[string]string{"a": "b"}
+	for name, m := range map[string]*Message{
+		"plain":               {Key: "k", Value: []byte("v")},
+		"OrderingKey":         {Key: "k", OrderingKey: "ok"},
+		"SequenceID":          {Key: "k", SequenceID: &seq},
+		"ReplicationClusters": {Key: "k", ReplicationClusters: []string{"r1"}},
+		"DisableReplication":  {Key: "k", DisableReplication: true},
+	} {
+		f := &inflight{pooled: true}
+		f.fill(m, props)
+		if m.DisableReplication {
+			f.pm.ReplicationClusters = []string{"__local__"} // as pulsar-client-go does
+		}
+		f.ctx, f.msg, f.cb, f.cost, f.accepted = context.Background(), m, func(ID, *Message, error) {}, 1, true
+		f.clear()
+		assert.Nil(t, f.pm.Payload, name)
+		assert.Empty(t, f.pm.Key, name)
+		assert.Empty(t, f.pm.OrderingKey, name)
+		assert.Nil(t, f.pm.SequenceID, name)
+		assert.Nil(t, f.pm.ReplicationClusters, name)
+		assert.Nil(t, f.ctx, name)
+		assert.Nil(t, f.msg, name)
+		assert.Nil(t, f.cb, name)
+		assert.False(t, f.rare, name)
+	}
+}
+
 func TestCheckNamesTheContradiction(t *testing.T) {
 	neg := int64(-1)
 	for want, m := range map[string]*Message{

@@ -38,3 +38,15 @@ func (c *cluster) prefetch(f *inflight) {
 	}
 	prefetch(unsafe.Pointer(f), n)
 }
+
+// prefetchReport is prefetch for the callback goroutine, which reads of a
+// reported f only what follows pm (and the Event after it), and writes
+// pm's first cache line (clear drops Payload and Key) but reads no line
+// of pm unless f.rare: stores do not wait for their line, loads do.
+func (c *cluster) prefetchReport(f *inflight) {
+	n := unsafe.Sizeof(*f)
+	if c.obs != nil {
+		n = unsafe.Sizeof(observedInflight{})
+	}
+	prefetch(unsafe.Pointer(&f.ctx), n-unsafe.Offsetof(f.ctx))
+}
