@@ -110,9 +110,8 @@ type inflight struct {
 	// holds nothing.
 	accepted bool
 
-	// rare: pm may hold a field that clear drops only when it is set
-	// (OrderingKey, SequenceID, ReplicationClusters), so that clearing
-	// the usual message reads none of pm's later cache lines.
+	// rare: pm may hold one of the fields that clear drops only when told
+	// (OrderingKey, SequenceID, ReplicationClusters); see clear.
 	rare bool
 
 	// SendAsync's inflights are reused (pooled): an accepted one once its
@@ -186,19 +185,20 @@ func (f *inflight) reset() {
 // field, as it fails the message's other chunks); toPulsar sets it again.
 // pm.Value stays nil throughout: toPulsar never sets it, nor does
 // pulsar-client-go, whose one write to a ProducerMessage is
-// ReplicationClusters (see fill).
+// ReplicationClusters (see toPulsar).
 //
 // It keeps part, which outlives every message: the partition's own
 // inflights go back to it. The fields most messages leave unset are
 // stored only when set, as each pointer store costs a write barrier while
 // the GC marks (see toPulsar). Those of pm it reads only when f.rare says
-// one was set: so clearing the usual message touches pm's first cache
-// line only (Payload, Key), and the callback goroutine prefetches no other
-// (prefetchReport). (A pulsar-client-go interceptor of the caller's, set
-// through ConfigureWriter, that sets one of them on a message f did not
-// mark leaves it held until f's next message replaces it.) In cachegrind's model of a 1 MiB cache, clear's misses
-// went from 2.9 to 1.5 a message (BenchmarkSendAsyncOverhead, 1 and 5
-// clusters).
+// one may be set, so clearing the usual message writes pm's first cache
+// line (Payload, Key) and reads none of pm's: the callback goroutine
+// prefetches only what follows pm (prefetchReport). In cachegrind's model
+// of a 1 MiB cache (MISSES=1 make bench-ir), clear's misses went from 2.9
+// to 1.5 a message, with 1 cluster and with 5. A pulsar-client-go
+// interceptor of the caller's (ConfigureWriter) that sets one of those
+// fields on a message f did not mark leaves it held until f's next
+// message replaces it.
 func (f *inflight) clear() {
 	f.pm.Payload, f.pm.Key = nil, ""
 	f.ctx, f.msg, f.cb, f.id = nil, nil, nil, nil
