@@ -41,12 +41,13 @@ func (c *cluster) prefetch(f *inflight) {
 
 // prefetchReport is prefetch for the callback goroutine, which reads of a
 // reported f only what follows pm (and the Event after it), and writes
-// pm's first cache line (clear drops Payload and Key) but reads no line
-// of pm unless f.rare: stores do not wait for their line, loads do.
+// pm's first cache line (clear drops Payload and Key) but reads no other
+// line of pm unless f.rare.
 func (c *cluster) prefetchReport(f *inflight) {
 	n := unsafe.Sizeof(*f)
 	if c.obs != nil {
 		n = unsafe.Sizeof(observedInflight{})
 	}
-	prefetch(unsafe.Pointer(&f.ctx), n-unsafe.Offsetof(f.ctx))
+	prefetch2(unsafe.Pointer(f), unsafe.Offsetof(f.pm.Key)+unsafe.Sizeof(f.pm.Key),
+		unsafe.Pointer(&f.ctx), n-unsafe.Offsetof(f.ctx))
 }
