@@ -187,18 +187,17 @@ func (f *inflight) reset() {
 // pulsar-client-go, whose one write to a ProducerMessage is
 // ReplicationClusters (see toPulsar).
 //
-// It keeps part, which outlives every message: the partition's own
-// inflights go back to it. The fields most messages leave unset are
-// stored only when set, as each pointer store costs a write barrier while
-// the GC marks (see toPulsar). Those of pm it reads only when f.rare says
-// one may be set, so clearing the usual message writes pm's first cache
-// line (Payload, Key) and reads none of pm's: the callback goroutine
-// prefetches that line and what follows pm (prefetchReport). In cachegrind's model
-// of a 1 MiB cache (MISSES=1 make bench-ir), clear's misses went from 2.9
-// to 1.5 a message, with 1 cluster and with 5. A pulsar-client-go
-// interceptor of the caller's (ConfigureWriter) that sets one of those
-// fields on a message f did not mark leaves it held until f's next
-// message replaces it.
+// It keeps part, which outlives every message: the partition's own inflights
+// go back to it. The fields most messages leave unset are stored only when
+// set, as each pointer store costs a write barrier while the GC marks (see
+// toPulsar). Those of pm it reads only when f.rare says one may be set, so
+// clearing the usual message writes pm's first cache line (Payload, Key) and
+// reads none of pm's: the callback goroutine prefetches that line and what
+// follows pm (prefetchReport). In cachegrind's model of a 1 MiB cache
+// (MISSES=1 make bench-ir), clear's misses went from 2.9 to 1.5 a message,
+// with 1 cluster and with 5. A pulsar-client-go interceptor of the caller's
+// (ConfigureWriter) that sets one of those fields on a message f did not
+// mark leaves it held until f's next message replaces it.
 func (f *inflight) clear() {
 	f.pm.Payload, f.pm.Key = nil, ""
 	f.ctx, f.msg, f.cb, f.id = nil, nil, nil, nil

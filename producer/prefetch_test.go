@@ -7,10 +7,10 @@ import (
 	"unsafe"
 )
 
-// TestPrefetch runs prefetch and prefetch2 over every length and alignment, whatever the
-// address (a line of its own, the end of a buffer, nil). A hint has no
-// effect to observe: what this catches is a loop bound that never ends, an
-// instruction that faults, and an encoding that writes.
+// TestPrefetch runs prefetch and prefetch2 over every length and alignment,
+// whatever the address (a line of its own, the end of a buffer, nil). A hint
+// has no effect to observe: what this catches is a loop bound that never
+// ends, an instruction that faults, and an encoding that writes.
 func TestPrefetch(t *testing.T) {
 	buf := make([]byte, 4096)
 	for i := range buf {
