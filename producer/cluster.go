@@ -192,10 +192,12 @@ func (f *inflight) reset() {
 // set, as each pointer store costs a write barrier while the GC marks (see
 // toPulsar). Those of pm it reads only when f.rare says one may be set, so
 // clearing the usual message writes pm's first cache line (Payload, Key) and
-// reads none of pm's: the callback goroutine prefetches that line and what
-// follows pm (prefetchReport). In cachegrind's model of a 1 MiB cache
-// (MISSES=1 make bench-ir), clear's misses went from 2.9 to 1.5 a message,
-// with 1 cluster and with 5. A pulsar-client-go interceptor of the caller's
+// reads no other line of pm (7 instructions less a message). The callback
+// goroutine still prefetches the whole record (dispatcher.run): with only
+// the lines clear touches, e2e BenchmarkAsync measured 1 cluster better (4
+// of 5 pairs) but 5 clusters worse (4 of 5), perhaps as pm's other lines,
+// no longer brought near at report, have left the shared cache by the time
+// the record is reused. A pulsar-client-go interceptor of the caller's
 // (ConfigureWriter) that sets one of those fields on a message f did not
 // mark leaves it held until f's next message replaces it.
 func (f *inflight) clear() {

@@ -152,7 +152,7 @@ func (d *dispatcher) run() {
 		for i, f := range batch {
 			batch[i] = nil
 			if i+1 < len(batch) {
-				d.c.prefetchReport(batch[i+1])
+				d.c.prefetch(batch[i+1])
 			}
 			if f.barrier != nil {
 				d.barriers = append(d.barriers, f.barrier)

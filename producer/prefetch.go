@@ -38,16 +38,3 @@ func (c *cluster) prefetch(f *inflight) {
 	}
 	prefetch(unsafe.Pointer(f), n)
 }
-
-// prefetchReport is prefetch for the callback goroutine, which reads of a
-// reported f only what follows pm (and the Event after it), and writes
-// pm's first cache line (clear drops Payload and Key) but reads no other
-// line of pm unless f.rare.
-func (c *cluster) prefetchReport(f *inflight) {
-	n := unsafe.Sizeof(*f)
-	if c.obs != nil {
-		n = unsafe.Sizeof(observedInflight{})
-	}
-	prefetch2(unsafe.Pointer(f), unsafe.Offsetof(f.pm.Key)+unsafe.Sizeof(f.pm.Key),
-		unsafe.Pointer(&f.ctx), n-unsafe.Offsetof(f.ctx))
-}

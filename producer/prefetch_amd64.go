@@ -9,9 +9,3 @@ import "unsafe"
 //
 //go:noescape
 func prefetch(p unsafe.Pointer, n uintptr)
-
-// prefetch2 is prefetch of the n > 0 bytes at p and the m > 0 bytes at q,
-// in one call (prefetch_amd64.s).
-//
-//go:noescape
-func prefetch2(p unsafe.Pointer, n uintptr, q unsafe.Pointer, m uintptr)

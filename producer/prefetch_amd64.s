@@ -16,27 +16,3 @@ loop:
 	CMPQ	AX, BX
 	JLS	loop
 	RET
-
-// func prefetch2(p unsafe.Pointer, n uintptr, q unsafe.Pointer, m uintptr)
-// prefetch of two ranges in one call: the n > 0 bytes at p, then the m > 0
-// bytes at q.
-TEXT ·prefetch2(SB), NOSPLIT|NOFRAME, $0-32
-	MOVQ	p+0(FP), AX
-	MOVQ	n+8(FP), BX
-	LEAQ	-1(AX)(BX*1), BX
-	ANDQ	$~63, AX
-first:
-	PREFETCHT0	(AX)
-	ADDQ	$64, AX
-	CMPQ	AX, BX
-	JLS	first
-	MOVQ	q+16(FP), AX
-	MOVQ	m+24(FP), BX
-	LEAQ	-1(AX)(BX*1), BX
-	ANDQ	$~63, AX
-second:
-	PREFETCHT0	(AX)
-	ADDQ	$64, AX
-	CMPQ	AX, BX
-	JLS	second
-	RET

@@ -8,6 +8,3 @@ import "unsafe"
 // (prefetch_amd64.s), and the purego build tag (as in xxhash) leaves out
 // assembly. The CPU's own prefetchers and the inflight slabs still apply.
 func prefetch(unsafe.Pointer, uintptr) {}
-
-// prefetch2 does nothing here, as prefetch.
-func prefetch2(unsafe.Pointer, uintptr, unsafe.Pointer, uintptr) {}

@@ -7,10 +7,10 @@ import (
 	"unsafe"
 )
 
-// TestPrefetch runs prefetch and prefetch2 over every length and alignment,
-// whatever the address (a line of its own, the end of a buffer, nil). A hint
-// has no effect to observe: what this catches is a loop bound that never
-// ends, an instruction that faults, and an encoding that writes.
+// TestPrefetch runs prefetch over every length and alignment, whatever the
+// address (a line of its own, the end of a buffer, nil). A hint has no
+// effect to observe: what this catches is a loop bound that never ends, an
+// instruction that faults, and an encoding that writes.
 func TestPrefetch(t *testing.T) {
 	buf := make([]byte, 4096)
 	for i := range buf {
@@ -23,23 +23,19 @@ func TestPrefetch(t *testing.T) {
 				continue
 			}
 			prefetch(unsafe.Pointer(&buf[off]), uintptr(n))
-			prefetch2(unsafe.Pointer(&buf[off]), uintptr(n), unsafe.Pointer(&buf[len(buf)-n-off]), uintptr(n))
 		}
 	}
 	prefetch(unsafe.Pointer(&buf[len(buf)-1]), 1)
 	prefetch(nil, 64) // a prefetch of an unmapped address does not fault
-	prefetch2(nil, 64, nil, 1)
 	if !bytes.Equal(buf, want) {
 		t.Fatal("prefetch changed the bytes it was given")
 	}
 	slab := make([]inflight, 3)
 	slab[1].cost = 42
 	(&cluster{}).prefetch(&slab[1])
-	(&cluster{}).prefetchReport(&slab[1])
 	observed := make([]observedInflight, 2)
 	observed[0].ev.Bytes = 7
 	(&cluster{obs: silentObserver{}}).prefetch(&observed[0].f)
-	(&cluster{obs: silentObserver{}}).prefetchReport(&observed[0].f)
 	if slab[1].cost != 42 || slab[0].cost != 0 || slab[2].cost != 0 || observed[0].ev.Bytes != 7 {
 		t.Fatal("a prefetch changed an inflight or its Event")
 	}
