@@ -110,10 +110,6 @@ type inflight struct {
 	// holds nothing.
 	accepted bool
 
-	// rare: pm may hold one of the fields that clear drops only when told
-	// (OrderingKey, SequenceID, ReplicationClusters); see clear.
-	rare bool
-
 	// SendAsync's inflights are reused (pooled): an accepted one once its
 	// partition's track drops it after it was reported, a refused one
 	// once it is reported. Send's own are not: Send reads its inflight
@@ -185,33 +181,22 @@ func (f *inflight) reset() {
 // field, as it fails the message's other chunks); toPulsar sets it again.
 // pm.Value stays nil throughout: toPulsar never sets it, nor does
 // pulsar-client-go, whose one write to a ProducerMessage is
-// ReplicationClusters (see toPulsar).
+// ReplicationClusters, for a message that disables replication
+// (producer_partition.go, updateMetaData, v0.21.0).
 //
-// It keeps part, which outlives every message: the partition's own inflights
-// go back to it. The fields most messages leave unset are stored only when
-// set, as each pointer store costs a write barrier while the GC marks (see
-// toPulsar). Those of pm it reads only when f.rare says one may be set, so
-// clearing the usual message writes pm's first cache line (Payload, Key) and
-// reads no other line of pm (7 instructions less a message). The callback
-// goroutine still prefetches the whole record (dispatcher.run): with only
-// the lines clear touches, e2e BenchmarkAsync measured 1 cluster better (4
-// of 5 pairs) but 5 clusters worse (4 of 5), perhaps as pm's other lines,
-// no longer brought near at report, have left the shared cache by the time
-// the record is reused. A pulsar-client-go interceptor of the caller's
-// (ConfigureWriter) that sets one of those fields on a message f did not
-// mark leaves it held until f's next message replaces it.
+// It keeps part, which outlives every message: the partition's own
+// inflights go back to it. The fields most messages leave unset are
+// stored only when set, as each pointer store costs a write barrier while
+// the GC marks (see toPulsar).
 func (f *inflight) clear() {
 	f.pm.Payload, f.pm.Key = nil, ""
 	f.ctx, f.msg, f.cb, f.id = nil, nil, nil, nil
 	f.cost, f.seq, f.accepted = 0, 0, false
-	if f.rare {
-		f.rare = false
-		if f.pm.ReplicationClusters != nil {
-			f.pm.ReplicationClusters = nil
-		}
-		storeIfNew(&f.pm.OrderingKey, "")
-		storeIfNew(&f.pm.SequenceID, nil)
+	if f.pm.ReplicationClusters != nil {
+		f.pm.ReplicationClusters = nil
 	}
+	storeIfNew(&f.pm.OrderingKey, "")
+	storeIfNew(&f.pm.SequenceID, nil)
 	if f.err != nil {
 		f.err = nil
 	}

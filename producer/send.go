@@ -87,7 +87,7 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback, f
 			storeIfNew(&f.part, pt) // unchanged for a partition's own (see clear)
 			storeIfNew(&f.ev, ev)
 			f.state.Store(pending) // a reused f keeps the state it was reported in
-			f.fill(msg, props)
+			toPulsar(&f.pm, msg, props)
 			pt.trackLocked(f)
 			c.health.handed.Add(1)
 			// f may be reported and reused once the writer has it: it is

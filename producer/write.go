@@ -76,12 +76,8 @@ var emptyPayload = []byte{}
 // since its last message, whose rarely used fields are still unset: as a
 // pointer store costs a GC write barrier while the GC marks (under load,
 // a good part of the time), those are stored only when they differ, and
-// pm ends the same either way. It reports whether pm may hold a rarely set
-// field when the message has been sent (see inflight.clear): one that m
-// sets, or ReplicationClusters, which pulsar-client-go v0.21.0 writes for
-// a message that disables replication (producer_partition.go,
-// updateMetaData).
-func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) (rare bool) {
+// pm ends the same either way.
+func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) {
 	pm.Key = m.Key
 	pm.Payload = m.Value
 	if pm.Payload == nil && !m.NullValue {
@@ -105,13 +101,6 @@ func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) (
 	}
 	storeIfNew(&pm.OrderingKey, m.OrderingKey)
 	storeIfNew(&pm.SequenceID, m.SequenceID)
-	return m.OrderingKey != "" || m.SequenceID != nil || m.ReplicationClusters != nil || m.DisableReplication
-}
-
-// fill sets f.pm to m's fields (toPulsar) and notes in f.rare whether
-// clear must look at pm's rarely set fields.
-func (f *inflight) fill(m *Message, props map[string]string) {
-	f.rare = toPulsar(&f.pm, m, props)
 }
 
 // storeIfNew sets *p to v unless it already holds it, so that an unchanged
