@@ -25,7 +25,7 @@
 # Usage (from the repository root): producer/testdata/bench-ir.sh [side ...]
 # Sides default to clusters=1 clusters=5 clusters=1/observed; TOP=n also
 # prints the n functions with the most instructions a message (with
-# MISSES=1: the most misses).
+# MISSES=1: the most misses, each function's misses after its count).
 set -euo pipefail
 for tool in valgrind cg_annotate; do
 	command -v "$tool" >/dev/null || { echo "bench-ir: $tool not found (Debian: apt-get install valgrind)" >&2; exit 1; }
@@ -61,23 +61,25 @@ frames() {
 		END { for (n in ir) print n, ir[n], ll[n] + 0 }' | LC_ALL=C sort
 }
 
+# total COLUMN: the sum of a column of the slope (2 instructions, 3 misses).
+total() { awk -v c="$1" '{ s += $c } END { print s }' "$dir/slope"; }
+
 for side in "${sides[@]}"; do
 	frames "$side" "$lo" >"$dir/lo"
 	frames "$side" "$hi" >"$dir/hi"
 	# name instructions misses, per message
 	LC_ALL=C join -a 2 -e 0 -o 0,1.2,1.3,2.2,2.3 "$dir/lo" "$dir/hi" |
 		awk -v d=$((hi - lo)) '{ print $1, ($4 - $2) / d, ($5 - $3) / d }' >"$dir/slope"
-	total() { awk -v c="$1" '{ s += $c } END { print s }' "$dir/slope"; }
 	if [ "${MISSES:-0}" = 1 ]; then
 		printf '%-22s %5.0f instructions/msg %6.2f misses/msg\n' "$side" "$(total 2)" "$(total 3)"
-		sort -k3 -gr "$dir/slope" >"$dir/top"
-		fmt='    %6.2f misses %6.1f instructions  %s\n'
+		by=3
 	else
 		printf '%-22s %5.0f instructions/msg\n' "$side" "$(total 2)"
-		sort -k2 -gr "$dir/slope" >"$dir/top"
-		fmt='    %6.1f  %s\n'
+		by=2
 	fi
 	if [ "${TOP:-0}" -gt 0 ]; then
-		head -n "$TOP" "$dir/top" | awk -v f="$fmt" -v m="${MISSES:-0}" '{ if (m == 1) printf f, $3, $2, $1; else printf f, $2, $1 }'
+		sort -k"$by" -gr "$dir/slope" >"$dir/top"
+		head -n "$TOP" "$dir/top" | awk -v m="${MISSES:-0}" '{
+			printf "    %6.1f", $2; if (m == 1) printf " %6.2f", $3; print "  " $1 }'
 	fi
 done
