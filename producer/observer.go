@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Op is the kind of send.
@@ -129,16 +130,13 @@ func (c *startClock) now() time.Time {
 	return b.Add(time.Since(*b))
 }
 
-// eventFor returns the Event of an observed message: a pooled inflight's
-// own, or one from eventPool.
+// eventFor returns the Event of an observed message: the one that follows
+// f in its observed slab, or one from eventPool.
 func eventFor(f *inflight) *Event {
-	if !f.pooled {
-		return eventPool.Get().(*Event)
+	if f.slabEvent {
+		return &(*observedInflight)(unsafe.Pointer(f)).ev
 	}
-	if f.event == nil {
-		f.event = new(Event)
-	}
-	return f.event
+	return eventPool.Get().(*Event)
 }
 
 // end tells the observer ev's outcome and recycles ev.

@@ -120,7 +120,7 @@ func (c *cluster) outcome(f *inflight) (ID, error) {
 	}
 	if f.ev != nil {
 		f.ev.ID, f.ev.Err = id, err
-		if f.ev == f.event {
+		if f.slabEvent {
 			c.obs.OnDone(f.ev)
 			*f.ev = Event{}
 		} else {

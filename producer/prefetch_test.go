@@ -57,9 +57,9 @@ func TestObservedSlabsPairInflightAndEvent(t *testing.T) {
 			switch {
 			case !f.pooled:
 				t.Fatalf("inflight %d is not pooled", i)
-			case !observed && f.event != nil:
-				t.Fatalf("an unobserved cluster's inflight %d has an Event", i)
-			case observed && uintptr(unsafe.Pointer(f.event)) != uintptr(unsafe.Pointer(f))+unsafe.Offsetof(observedInflight{}.ev):
+			case f.slabEvent != observed:
+				t.Fatalf("inflight %d: slabEvent %v in a slab observed %v", i, f.slabEvent, observed)
+			case observed && uintptr(unsafe.Pointer(eventFor(f))) != uintptr(unsafe.Pointer(f))+unsafe.Offsetof(observedInflight{}.ev):
 				t.Fatalf("an observed cluster's inflight %d is not followed by its Event", i)
 			}
 		}
@@ -70,3 +70,21 @@ type silentObserver struct{}
 
 func (silentObserver) OnStart(context.Context, *Event) map[string]string { return nil }
 func (silentObserver) OnDone(*Event)                                     {}
+
+// TestInflightsFillWholeLines pins the sizes that keep a large slab's
+// inflights on whole cache lines (see minSlab): a field added to inflight
+// or Event must keep them multiples of 64 bytes, or make up for it.
+func TestInflightsFillWholeLines(t *testing.T) {
+	if n := unsafe.Sizeof(inflight{}); n%64 != 0 {
+		t.Errorf("an inflight is %d bytes, not whole 64-byte lines", n)
+	}
+	if n := unsafe.Sizeof(observedInflight{}); n%64 != 0 {
+		t.Errorf("an observedInflight is %d bytes, not whole 64-byte lines", n)
+	}
+	for _, observed := range []bool{false, true} {
+		f := appendSlab(nil, maxSlab, observed)[0]
+		if a := uintptr(unsafe.Pointer(f)) % 64; a != 0 {
+			t.Errorf("a slab of %d inflights (observed %v) starts %d bytes into a line", maxSlab, observed, a)
+		}
+	}
+}
