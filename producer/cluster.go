@@ -176,7 +176,8 @@ func pooledInflight() *inflight {
 	return &inflight{pooled: true}
 }
 
-// reset makes a pooled f ready for reuse, keeping its Event.
+// reset makes a pooled f ready for reuse, keeping slabEvent: the Event
+// after a slab's inflight stays its own.
 func (f *inflight) reset() {
 	*f = inflight{pooled: true, slabEvent: f.slabEvent}
 }
@@ -235,8 +236,9 @@ func (f *inflight) done(inOrder bool) {
 }
 
 // take is takeLocked for a caller that does not hold mu.
-// It unlocks without defer: takeLocked does not panic, and the deferred
-// call cost an observed message 15 instructions (make bench-ir).
+// It unlocks without defer: takeLocked does not panic, and an observed
+// message ran 20 instructions fewer without it (make bench-ir: 1,342 to
+// 1,322 in keyroute's frames; the deferred call's wrapper was 15).
 func (pt *partition) take() *inflight {
 	pt.mu.Lock()
 	f := pt.takeLocked()
@@ -287,7 +289,8 @@ func appendSlab(free []*inflight, n int, observed bool) []*inflight {
 }
 
 // observedInflight is an inflight of an observed cluster's slab, with its
-// Event.
+// Event. f must stay the first field: eventFor turns a pointer to f into
+// one to its observedInflight (TestObservedSlabsPairInflightAndEvent).
 type observedInflight struct {
 	f  inflight
 	ev Event
