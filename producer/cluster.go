@@ -51,7 +51,7 @@ type partition struct {
 	mu     sync.Mutex // guards the fields below
 	closed bool
 	track  []tracked
-	head   int         // track[:head] are trimmed (zero)
+	head   int         // track[:head] are trimmed (see trimLocked)
 	seq    uint64      // the last number given to a reported message
 	free   []*inflight // reported pooled inflights, ready for reuse
 	slab   int         // the size of the last slab of inflights allocated (see minSlab)
@@ -247,9 +247,14 @@ func (pt *partition) take() *inflight {
 }
 
 // takeLocked returns a pooled inflight: from the free list (and prefetches
-// the one it will return next), else from inflightPool, else the first of a
-// new slab whose others go to the free list. Called with mu held.
+// the one it will return next), refilled first from the reported messages
+// of track (trimLocked) when it is empty, else from inflightPool, else the
+// first of a new slab whose others go to the free list. Called with mu
+// held.
 func (pt *partition) takeLocked() *inflight {
+	if len(pt.free) == 0 {
+		pt.trimLocked()
+	}
 	if len(pt.free) == 0 {
 		if f, ok := inflightPool.Get().(*inflight); ok {
 			return f
@@ -297,9 +302,9 @@ type observedInflight struct {
 }
 
 // trackLocked numbers f when it has an outcome to report and, when it is
-// accepted, tracks it. It first trims reported messages from the front of
-// track, keeping the pooled ones (cleared when they were reported) for
-// reuse. Called with mu held.
+// accepted, tracks it. Reported messages leave track in runs (trimLocked):
+// when the free list is empty, and before track would grow. Called with mu
+// held.
 func (pt *partition) trackLocked(f *inflight) {
 	if f.cb != nil {
 		pt.seq++
@@ -308,26 +313,51 @@ func (pt *partition) trackLocked(f *inflight) {
 	if !f.accepted {
 		return
 	}
-	upTo := pt.reported.Load()
-	for pt.head < len(pt.track) && pt.track[pt.head].isReported(upTo) {
-		if t := pt.track[pt.head]; t.pooled {
-			if len(pt.free) < pt.maxFree {
-				pt.free = append(pt.free, t.f)
-			} else {
-				inflightPool.Put(t.f)
-			}
-		}
-		pt.track[pt.head] = tracked{}
-		pt.head++
-	}
-	if pt.head == len(pt.track) {
-		pt.track, pt.head = pt.track[:0], 0
-	} else if pt.head > 1024 && pt.head > len(pt.track)/2 {
-		n := copy(pt.track, pt.track[pt.head:])
-		clear(pt.track[n:])
-		pt.track, pt.head = pt.track[:n], 0
+	if len(pt.track) == cap(pt.track) {
+		pt.trimLocked()
 	}
 	pt.track = append(pt.track, tracked{f: f, seq: f.seq, pooled: f.pooled})
+}
+
+// trimLocked drops the reported messages from the front of track, keeping
+// the pooled ones (cleared when they were reported) for reuse, and moves
+// what is left to the front when that frees more than half of track. A
+// trimmed entry of Send's own inflight is zeroed, so that the GC may have
+// it; one of a pooled inflight keeps its pointer until it is overwritten,
+// as the inflight lives on anyway. Trimming in runs, rather than one
+// message at each send, cut the instructions of tracking, trimming and
+// taking an inflight from 163 a message to 123 (make bench-ir: 1,022 to
+// 981 in keyroute's frames, 1 cluster). Called with mu held.
+func (pt *partition) trimLocked() {
+	upTo := pt.reported.Load()
+	track, i := pt.track, pt.head
+	free, room := pt.free, pt.maxFree-len(pt.free)
+	for ; i < len(track); i++ {
+		t := &track[i]
+		if !t.isReported(upTo) {
+			break
+		}
+		switch {
+		case !t.pooled:
+			t.f = nil // Send's own: the GC's once Send has returned
+		case room > 0:
+			free = append(free, t.f)
+			room--
+		default:
+			inflightPool.Put(t.f)
+		}
+	}
+	pt.free = free
+	switch {
+	case i == len(track):
+		pt.track, pt.head = track[:0], 0
+	case i > len(track)/2:
+		n := copy(track, track[i:])
+		clear(track[n:])
+		pt.track, pt.head = track[:n], 0
+	default:
+		pt.head = i
+	}
 }
 
 // isReported reports whether t has been reported, given its partition's
