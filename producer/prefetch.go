@@ -32,9 +32,23 @@ import "unsafe"
 // (observedInflight). f may be any inflight: for one whose Event is
 // elsewhere, the hint is only wasted.
 func (c *cluster) prefetch(f *inflight) {
-	n := unsafe.Sizeof(*f)
-	if c.obs != nil {
-		n = unsafe.Sizeof(observedInflight{})
-	}
-	prefetch(unsafe.Pointer(f), n)
+	prefetchRecord(unsafe.Pointer(f), c.obs != nil)
 }
+
+// The sizes that prefetchRecord covers, unrolled in assembly: a change to
+// inflight or Event that changes them fails to compile here (a constant
+// out of range) until the assembly follows. Unrolled into one call, the
+// two prefetches of a message take 20 instructions where a loop over the
+// lines took 50 (make bench-ir: 981 to 941 in keyroute's frames with 1
+// cluster, 1,307 to 1,230 observed).
+const (
+	inflightBytes = 320
+	observedBytes = 512
+)
+
+var (
+	_ = [1]struct{}{}[unsafe.Sizeof(inflight{})-inflightBytes]
+	_ = [1]struct{}{}[inflightBytes-unsafe.Sizeof(inflight{})]
+	_ = [1]struct{}{}[unsafe.Sizeof(observedInflight{})-observedBytes]
+	_ = [1]struct{}{}[observedBytes-unsafe.Sizeof(observedInflight{})]
+)

@@ -4,8 +4,9 @@ package producer
 
 import "unsafe"
 
-// prefetch issues PREFETCHT0 for every cache line of the n > 0 bytes at p
+// prefetchRecord issues PREFETCHT0 for every cache line of the
+// inflightBytes at p, or with observed of the observedBytes
 // (prefetch_amd64.s).
 //
 //go:noescape
-func prefetch(p unsafe.Pointer, n uintptr)
+func prefetchRecord(p unsafe.Pointer, observed bool)

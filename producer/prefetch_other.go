@@ -4,7 +4,8 @@ package producer
 
 import "unsafe"
 
-// prefetch does nothing here: only amd64 has the instruction written
-// (prefetch_amd64.s), and the purego build tag (as in xxhash) leaves out
-// assembly. The CPU's own prefetchers and the inflight slabs still apply.
-func prefetch(unsafe.Pointer, uintptr) {}
+// prefetchRecord does nothing here: only amd64 has the instruction
+// written (prefetch_amd64.s), and the purego build tag (as in xxhash)
+// leaves out assembly. The CPU's own prefetchers and the inflight slabs
+// still apply.
+func prefetchRecord(unsafe.Pointer, bool) {}
