@@ -16,10 +16,11 @@ func handTo(pt *partition, f *inflight) *inflight {
 }
 
 // reportUpTo plays the callback goroutine: every message of pt numbered
-// up to seq is reported, and the watermark says so.
+// after the watermark and up to seq is reported, and the watermark says so.
 func reportUpTo(pt *partition, seq uint64) {
+	from := pt.reported.Load()
 	for _, tr := range pt.track[pt.head:] {
-		if tr.seq <= seq && tr.f != nil {
+		if tr.seq > from && tr.seq <= seq {
 			tr.f.done(true)
 		}
 	}
