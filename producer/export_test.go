@@ -43,3 +43,7 @@ func (p *Producer) Pooled() (n []int) {
 	}
 	return n
 }
+
+// OnRetryPause makes fn run when a SendTxnBulk begin that failed starts
+// its pause before the retry. Set it before the call it watches.
+func (p *Producer) OnRetryPause(fn func()) { p.retryPaused = fn }

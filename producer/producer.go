@@ -54,6 +54,11 @@ type Producer struct {
 	clock            startClock    // Event.Start; renewed by the monitor
 
 	detach func() // from the shared clients (WithClients); nil without
+
+	// retryPaused, set only by tests (before the call they watch), runs
+	// when a SendTxnBulk begin that failed starts its pause before the
+	// retry, so that a test can end ctx inside the pause.
+	retryPaused func()
 }
 
 // New validates the topology and options, connects to every cluster and

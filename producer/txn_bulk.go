@@ -216,6 +216,9 @@ func (b *bulk) begin(c *cluster) <-chan begun {
 			}
 			tc.txn = nil
 			t := time.NewTimer(retryBackoff(try))
+			if p.retryPaused != nil {
+				p.retryPaused()
+			}
 			select {
 			case <-t.C:
 			case <-b.ctx.Done():

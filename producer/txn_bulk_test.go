@@ -2,6 +2,7 @@ package producer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -279,22 +280,31 @@ func TestSendTxnBulkCtxEndsDuringSends(t *testing.T) {
 	require.NoError(t, p.Close(context.Background()))
 }
 
+// TestSendTxnBulkBeginRetryPauseEndsWithCtx: a ctx that ends in the pause
+// before a failed begin's retry ends the pause: no begin is tried again.
+// The ctx is ended from inside the pause (OnRetryPause): waiting for the
+// fake to count the failed begin let the cancel land, under load, before
+// the producer had the begin's answer. Which goroutine reports the end
+// first is up to the scheduler: the begin's, whose error names the failed
+// begin, or the bulk's own check of ctx before it waits for the begin.
 func TestSendTxnBulkBeginRetryPauseEndsWithCtx(t *testing.T) {
 	fake := newFake(1)
 	p := newTxnProducer(t, fake, 1)
 	fake.Cluster("c1").FailBegins(errBoom)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		// Cancel in the pause before the retry of the failed begin.
-		for count(fake, producertest.OpBeginFail, "c1") == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		cancel()
-	}()
+	p.OnRetryPause(cancel)
 	res, err := p.SendTxnBulk(ctx, bulkMsgs(10, 2), 10, producer.TxnRetries(5))
 	require.ErrorIs(t, err, context.Canceled)
-	require.ErrorIs(t, err, errBoom)
+	var ce *producer.ClusterError
+	if !errors.Is(err, errBoom) {
+		require.ErrorAs(t, err, &ce, "neither the failed begin nor the bulk's own ctx check: %v", err)
+		require.Equal(t, "bulk transaction", ce.Op)
+	}
 	assert.Len(t, res.NotCommitted, 10)
+	// Close waits for the begin's goroutine: had the pause not ended with
+	// ctx, it would have tried again by then.
+	require.NoError(t, p.Close(context.Background()))
+	assert.Equal(t, 1, count(fake, producertest.OpBeginFail, "c1"), "a begin tried again after ctx ended")
 	assert.Zero(t, count(fake, producertest.OpBegin, "c1"), "no begin after ctx ended")
 }
