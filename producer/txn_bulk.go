@@ -161,7 +161,8 @@ func (b *bulk) run(bp *bulkPart) {
 			break
 		}
 		if err := b.ctx.Err(); err != nil {
-			b.fail(&TxnAbortError{Err: &ClusterError{Cluster: c.name, Op: "bulk transaction", Err: err}})
+			b.fail(&TxnAbortError{Err: b.endBegin(begin, &ClusterError{Cluster: c.name, Op: "bulk transaction", Err: err})})
+			begin = nil
 			break
 		}
 		end := chunkEnd(bp.sm, start, b.perTxn, b.cfg.maxBytes)
@@ -181,12 +182,27 @@ func (b *bulk) run(bp *bulkPart) {
 	if committing != nil {
 		<-committing
 	}
-	if begin != nil {
-		// Begun for a transaction that will not be written.
-		if bg := <-begin; bg.err == nil {
-			p.endAllEmpty(context.WithoutCancel(b.ctx), bg.deadline, []*txnCluster{bg.tc})
-		}
+	// Begun for a transaction that will not be written (its error is the
+	// bulk's no more: the bulk stopped for another reason).
+	_ = b.endBegin(begin, nil)
+}
+
+// endBegin waits for begin, a begin whose transaction will not be written,
+// and returns err with the begin's failure joined; a transaction that
+// began is ended empty. begin may be nil. When ctx ended, the begin ends
+// with it (beginAll and the pause before a retry both wait on ctx), and
+// the error names why no transaction began whichever goroutine saw ctx
+// end first.
+func (b *bulk) endBegin(begin <-chan begun, err error) error {
+	if begin == nil {
+		return err
 	}
+	bg := <-begin
+	if bg.err != nil {
+		return errors.Join(err, bg.err)
+	}
+	b.p.endAllEmpty(context.WithoutCancel(b.ctx), bg.deadline, []*txnCluster{bg.tc})
+	return err
 }
 
 // begun is a Pulsar transaction begun for a bulk transaction, or why not.
