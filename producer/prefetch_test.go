@@ -68,15 +68,13 @@ type silentObserver struct{}
 func (silentObserver) OnStart(context.Context, *Event) map[string]string { return nil }
 func (silentObserver) OnDone(*Event)                                     {}
 
-// TestInflightsFillWholeLines pins the sizes that keep a large slab's
-// inflights on whole cache lines (see minSlab): a field added to inflight
-// or Event must keep them multiples of 64 bytes, or make up for it.
+// TestInflightsFillWholeLines checks that a large slab starts on a cache
+// line, so that its inflights, whole lines long, each start one (see
+// minSlab). Their sizes, 320 and 512 bytes, are pinned where they are
+// compiled (prefetch.go: inflightBytes, observedBytes).
 func TestInflightsFillWholeLines(t *testing.T) {
-	if n := unsafe.Sizeof(inflight{}); n%64 != 0 {
-		t.Errorf("an inflight is %d bytes, not whole 64-byte lines", n)
-	}
-	if n := unsafe.Sizeof(observedInflight{}); n%64 != 0 {
-		t.Errorf("an observedInflight is %d bytes, not whole 64-byte lines", n)
+	if inflightBytes%64 != 0 || observedBytes%64 != 0 {
+		t.Fatalf("inflights of %d and %d bytes are not whole 64-byte lines", inflightBytes, observedBytes)
 	}
 	for _, observed := range []bool{false, true} {
 		fs := appendSlab(nil, maxSlab, observed)
