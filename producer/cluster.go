@@ -157,9 +157,10 @@ var inflightPool sync.Pool
 // small.
 //
 // An inflight is 320 bytes and an observedInflight 512, whole cache lines
-// (inflightBytes and observedBytes pin them; TestInflightsFillWholeLines). A slab of 32 KiB or more (128 inflights,
-// 64 observed ones) is page-aligned, so each of its inflights starts a
-// line and spans five (eight observed), where at 328 bytes one spanned six
+// (inflightBytes and observedBytes pin them; TestInflightsFillWholeLines).
+// A slab of 32 KiB or more (128 inflights, 64 observed ones) is
+// page-aligned, so each of its inflights starts a line and spans five
+// (eight observed), where at 328 bytes one spanned six
 // or seven; smaller slabs start 8 bytes into a line (the header Go puts in
 // small objects that hold pointers), so a partition's first 112 inflights
 // (48 observed) span six (nine).
