@@ -313,3 +313,42 @@ func firstKey(o *outcomes) *producer.Message {
 	}
 	return nil
 }
+
+// CI of stop 28 (e2e faults, a cluster killed and restarted): a
+// pulsar-client-go producer's flush returns the error of its last pending
+// message, and Flush passed it on, so a Flush over a message that had
+// timed out failed as if it had not finished. That error is the message's
+// outcome, reported through its own callback. Flush and Close return nil
+// once every outcome is in, whatever the outcomes.
+func TestFlushAndCloseDoNotReturnAMessagesFailure(t *testing.T) {
+	for _, call := range []string{"Flush", "Close"} {
+		t.Run(call, func(t *testing.T) {
+			ctx := context.Background()
+			fake := newFake(1)
+			part := fake.Cluster("c1").Partition(0)
+			fake.Cluster("c1").Hold()
+			p := newProducer(t, fake, 1)
+			o := newOutcomes(t)
+			o.expect(2)
+			for _, v := range []string{"a", "b"} {
+				p.SendAsync(ctx, &producer.Message{Key: "k", Value: []byte(v)}, o.cb)
+			}
+			done := make(chan error, 1)
+			go func() {
+				if call == "Flush" {
+					done <- p.Flush(ctx)
+				} else {
+					done <- p.Close(ctx)
+				}
+			}()
+			require.Eventually(t, func() bool { return part.Flushing() == 1 }, 10*time.Second, time.Millisecond)
+			part.Fail(pulsar.ErrSendTimeout)
+			require.NoError(t, <-done, "every message has its outcome")
+			o.wait(t)
+			assert.Equal(t, []string{"a", "b"}, o.order["k"])
+			for m, err := range o.errs {
+				assert.ErrorIs(t, err, pulsar.ErrSendTimeout, string(m.Value))
+			}
+		})
+	}
+}

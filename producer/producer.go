@@ -276,9 +276,11 @@ func (p *Producer) signalIdle() {
 // an unreachable cluster (it retries those without end and takes no ctx):
 // Close then returns, when ctx ends, an error saying so.
 //
-// Close returns the flush errors, if any; later calls return the same. A
-// Send in progress returns with its message's outcome. Called from a
-// Callback, Close returns ErrInCallback and does nothing.
+// Close returns an error naming the clusters whose flush ctx ended (their
+// messages then failed with ErrClosed), if any; later calls return the
+// same. As with Flush, a message's own failure is its outcome, not Close's
+// error. A Send in progress returns with its message's outcome. Called
+// from a Callback, Close returns ErrInCallback and does nothing.
 func (p *Producer) Close(ctx context.Context) error {
 	if p == nil {
 		return ErrNilProducer

@@ -212,8 +212,12 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 // Flush writes every batch and waits until every message handed over before
 // the call has its outcome and its callback has returned. ctx bounds the
 // wait. A Close that begins meanwhile ends the flush; Flush then returns
-// once Close has reported every outcome. Errors name the clusters that did not finish. Called from a
-// Callback, Flush returns ErrInCallback.
+// once Close has reported every outcome. Errors name the clusters that did
+// not finish. A message that failed says so in its own outcome, not in
+// Flush's error: nil means that every outcome is in, not that every
+// message was written (pulsar-client-go's Flush returns the error of each
+// partition's last message; keyroute's does not). Called from a Callback,
+// Flush returns ErrInCallback.
 func (p *Producer) Flush(ctx context.Context) error {
 	if p == nil {
 		return ErrNilProducer
@@ -247,7 +251,12 @@ func (p *Producer) Flush(ctx context.Context) error {
 	return nil
 }
 
-// flushWriters flushes every partition writer of every cluster in parallel.
+// flushWriters flushes every partition writer of every cluster in
+// parallel. It returns an error naming each cluster that did not finish
+// before ctx ended. A pulsar-client-go flush also fails with the error of
+// its partition's last pending message (v0.21.0, pendingItem's flush
+// callback); that is the message's outcome, reported through its own
+// callback, so it is not the flush's error and is dropped.
 func (p *Producer) flushWriters(ctx context.Context) error {
 	errs := make([][]error, len(p.clusters))
 	var wg sync.WaitGroup
@@ -257,7 +266,9 @@ func (p *Producer) flushWriters(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i][j] = pt.w.FlushWithCtx(ctx)
+				if err := pt.w.FlushWithCtx(ctx); err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+					errs[i][j] = err
+				}
 			}()
 		}
 	}

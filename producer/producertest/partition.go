@@ -75,6 +75,17 @@ func (p *Partition) Held() (n int) {
 	return n
 }
 
+// Flushing returns how many flushes wait on the partition's writers (for
+// the messages they hold to be reported).
+func (p *Partition) Flushing() (n int) {
+	p.c.cs.locked(func() {
+		for _, w := range p.writers {
+			n += w.flushes
+		}
+	})
+	return n
+}
+
 // Messages returns what the partition wrote and a consumer would read, in
 // write order: every message sent outside a transaction (acknowledged,
 // held or failed after it was written), and the messages of committed

@@ -33,6 +33,7 @@ type writer struct {
 	reporting int           // taken from held, callbacks not yet run
 	drained   chan struct{} // closed when nothing is held or reporting; nil while no flush waits
 	flushing  bool          // a flush waits: acknowledge batches that are not full
+	flushes   int           // flushes waiting (Partition.Flushing)
 
 	// With AsyncAcks: the batch size and the goroutine that acknowledges.
 	batch      int
@@ -46,7 +47,13 @@ type pending struct {
 	pm  *pulsar.ProducerMessage
 	cb  func(pulsar.MessageID, *pulsar.ProducerMessage, error)
 	txn *txn
+	// flush is set on the last message held when a flush began: the
+	// flush returns the error it fails with (see FlushWithCtx).
+	flush *flushWait
 }
+
+// flushWait is what a flush learns of the message it waits for.
+type flushWait struct{ err error }
 
 // open opens a writer on p for cl, reserved for bulk transactions when
 // bulk is set. Called with cs.mu held.
@@ -142,13 +149,30 @@ func (w *writer) Send(ctx context.Context, pm *pulsar.ProducerMessage) (pulsar.M
 
 // FlushWithCtx waits, as pulsar-client-go's does, until every message
 // written has been reported and its callback has returned, or ctx ends.
+// As pulsar-client-go v0.21.0's does, it returns the error of the last
+// message held when it began, if that one failed: a flush over messages
+// that failed before the last one returns nil.
 func (w *writer) FlushWithCtx(ctx context.Context) error {
 	cs := w.p.c.cs
+	var last *flushWait
+	cs.locked(func() { w.flushes++ })
+	defer cs.locked(func() { w.flushes-- })
 	for {
 		cs.mu.Lock()
+		if last == nil && len(w.held) > 0 {
+			e := &w.held[len(w.held)-1]
+			if e.flush == nil {
+				e.flush = &flushWait{}
+			}
+			last = e.flush
+		}
 		if len(w.held) == 0 && w.reporting == 0 {
+			var err error
+			if last != nil {
+				err = last.err
+			}
 			cs.mu.Unlock()
-			return nil
+			return err
 		}
 		w.flushing = true
 		w.nudge()
@@ -276,6 +300,9 @@ func (cs *Clusters) take(ws []*writer, n, missing int, err error) []batch {
 		} else {
 			for _, e := range b.es {
 				w.p.log(OpFail, e.pm.Key, e.txn, err)
+				if e.flush != nil {
+					e.flush.err = err
+				}
 			}
 		}
 		w.reporting += k
