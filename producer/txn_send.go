@@ -88,7 +88,11 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 // first, so that a key's order holds across plain and transactional
 // messages (transactional ones are not batched and would overtake). key
 // names the partition in the error (ErrClosed when the Producer is
-// closing). sctx bounds the flush; ctx is the caller's.
+// closing). sctx bounds the flush; ctx is the caller's. The error of the
+// writer's last plain message, which pulsar-client-go's flush returns, is
+// that message's outcome (see flushWriters), not the transaction's:
+// pulsar-client-go does not send a message again once it has reported it,
+// so it cannot be written after the transaction's.
 func (p *Producer) flushBefore(ctx, sctx context.Context, pt *partition, key string) error {
 	c := pt.c
 	if !p.enter() {
@@ -96,7 +100,7 @@ func (p *Producer) flushBefore(ctx, sctx context.Context, pt *partition, key str
 	}
 	err := pt.w.FlushWithCtx(sctx)
 	p.leave()
-	if err != nil {
+	if err != nil && sctx.Err() != nil && errors.Is(err, sctx.Err()) {
 		return &ClusterError{Cluster: c.name, Op: "flush before transaction", Err: err}
 	}
 	return nil

@@ -484,6 +484,38 @@ func TestRunInTxn(t *testing.T) {
 	assert.Len(t, visible(fake, p), 2)
 }
 
+// A transaction first flushes the partition's own writer, so that the
+// plain messages handed over before it are written first. That flush
+// returns the error of the writer's last plain message (pulsar-client-go
+// v0.21.0), and the transaction failed with it. A plain message's failure
+// is its own outcome, reported through its callback, not the
+// transaction's: pulsar-client-go does not send a message again once it
+// has reported it, so it cannot be written after the transaction's.
+func TestTxnAfterAPlainMessageFailedCommits(t *testing.T) {
+	ctx := context.Background()
+	fake := newFake(1)
+	p := newTxnProducer(t, fake, 1)
+	c := fake.Cluster(p.Clusters()[0])
+	part := c.Partition(0)
+	c.Hold()
+	plain := make(chan error, 1)
+	p.SendAsync(ctx, &producer.Message{Key: "k", Value: []byte("plain")}, func(_ producer.ID, _ *producer.Message, err error) { plain <- err })
+	done := make(chan error, 1)
+	go func() {
+		done <- p.RunInTxn(ctx, func(_ context.Context, tx *producer.Txn) error {
+			return tx.Send(&producer.Message{Key: "k", Value: []byte("txn")})
+		})
+	}()
+	require.Eventually(t, func() bool { return part.Flushing() == 1 }, 10*time.Second, time.Millisecond,
+		"the transaction flushes the partition's writer first")
+	part.Fail(pulsar.ErrSendTimeout)
+	c.Release()
+	require.NoError(t, <-done)
+	assert.ErrorIs(t, <-plain, pulsar.ErrSendTimeout)
+	assert.Equal(t, 1, count(fake, producertest.OpBegin, c.Name()), "the first attempt commits: no retry")
+	assert.Equal(t, 1, count(fake, producertest.OpCommit, c.Name()))
+}
+
 func TestTxnDisabled(t *testing.T) {
 	fake := newFake(2)
 	fake.Cluster("c2").Transactions(false)
