@@ -47,3 +47,7 @@ func (p *Producer) Pooled() (n []int) {
 // OnRetryPause makes fn run when a SendTxnBulk begin that failed starts
 // its pause before the retry. Set it before the call it watches.
 func (p *Producer) OnRetryPause(fn func()) { p.retryPaused = fn }
+
+// OnBeginFailed makes fn run once a transaction's begin that failed is
+// recorded. Set it before the call it watches.
+func (p *Producer) OnBeginFailed(fn func()) { p.beginFailed = fn }

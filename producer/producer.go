@@ -55,10 +55,11 @@ type Producer struct {
 
 	detach func() // from the shared clients (WithClients); nil without
 
-	// retryPaused, set only by tests (before the call they watch), runs
-	// when a SendTxnBulk begin that failed starts its pause before the
-	// retry, so that a test can end ctx inside the pause.
-	retryPaused func()
+	// Set only by tests (before the call they watch), so that a test can
+	// end ctx at a known point: retryPaused runs when a SendTxnBulk begin
+	// that failed starts its pause before the retry; beginFailed when
+	// beginAll has recorded a failed begin.
+	retryPaused, beginFailed func()
 }
 
 // New validates the topology and options, connects to every cluster and

@@ -234,8 +234,9 @@ func (t *Txn) Abort() error {
 // not. ErrTxnDone: Commit or Abort was already called.
 //
 // ctx bounds the whole call. When it ends in the begin or send phase,
-// Commit returns a *TxnAbortError matching ctx.Err() without waiting for
-// outstanding sends, and the Pulsar transactions are aborted in the
+// Commit returns a *TxnAbortError matching ctx.Err() (and the begins
+// that had failed by then) without waiting for outstanding sends or
+// begins, and the Pulsar transactions are aborted in the
 // background (Close waits for that). When it ends in the commit phase,
 // clusters whose commit has not answered yet are listed as Failed with
 // ErrTxnOutcomeUnknown. The commit phase is also bounded by TxnTimeout,

@@ -49,6 +49,9 @@ func (p *Producer) beginAll(ctx context.Context, cfg *txnCfg, plan []*txnCluster
 				tc.txn = t
 			}
 			mu.Unlock()
+			if err != nil && p.beginFailed != nil {
+				p.beginFailed()
+			}
 		})
 	}
 	if p.wait(ctx, deadline, &wg) {
@@ -60,6 +63,7 @@ func (p *Producer) beginAll(ctx context.Context, cfg *txnCfg, plan []*txnCluster
 	}
 	mu.Lock()
 	abandoned = true
+	failed := errs
 	late := errs
 	for _, tc := range plan {
 		if !answered[tc] {
@@ -70,7 +74,9 @@ func (p *Producer) beginAll(ctx context.Context, cfg *txnCfg, plan []*txnCluster
 	mu.Unlock()
 	p.endAllEmpty(ctx, deadline, plan)
 	if err := ctx.Err(); err != nil {
-		return err
+		// The begins not answered yet are ctx's doing; those that failed
+		// before it ended are not.
+		return errors.Join(append([]error{err}, failed...)...)
 	}
 	return errors.Join(late...)
 }

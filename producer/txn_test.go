@@ -359,6 +359,33 @@ func TestTxnBeginWithoutAnswerIsBounded(t *testing.T) {
 	assert.Zero(t, count(fake, producertest.OpAbort, ""))
 }
 
+// A Commit whose ctx ends while one cluster's begin has failed and
+// another's has not answered returns ctx's error and the failure already
+// known: it used to return ctx's error alone.
+func TestTxnCtxEndsAfterABeginFailedKeepsTheFailure(t *testing.T) {
+	fake := newFake(2)
+	p := newTxnProducer(t, fake, 2)
+	c := p.Clusters()
+	fake.Cluster(c[0]).FailBegins(errBoom)
+	release := fake.Cluster(c[1]).StallBegins()
+	defer release()
+	tx, err := p.BeginTxn(producer.TxnRetries(0))
+	require.NoError(t, err)
+	stage(t, tx, spread(p, 2), 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Cancelled once the producer has recorded the failed begin (waiting
+	// for the fake to log it would race with the recording).
+	p.OnBeginFailed(cancel)
+	_, err = tx.Commit(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, errBoom, "the begin that failed before ctx ended")
+	var ce *producer.ClusterError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, c[0], ce.Cluster)
+	assert.NotContains(t, err.Error(), c[1], "the begin left unanswered is ctx's doing")
+}
+
 func TestTxnBeforeCommitHook(t *testing.T) {
 	fake := newFake(2)
 	p := newTxnProducer(t, fake, 3)
