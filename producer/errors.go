@@ -85,7 +85,9 @@ var (
 
 	// ErrTxnOutcomeUnknown is returned (in PartialCommitError.Errs, or for
 	// an abort inside a *TxnAbortError) for a cluster whose commit or abort
-	// got no answer before ctx ended or the transaction timeout passed.
+	// got no answer: ctx ended or the transaction timeout passed first, or
+	// the connection failed with the call out (the error it failed with is
+	// joined).
 	// pulsar-client-go retries such calls for as long as the cluster is
 	// unreachable, so the outcome is decided later: a commit may still
 	// happen (the coordinator completes a commit it logged), otherwise the
@@ -229,7 +231,8 @@ func (e *TxnAbortError) Unwrap() []error {
 // commit: their messages are visible. Failed lists the clusters whose
 // commit was not confirmed, and Errs says why for each. Where Errs matches
 // ErrTxnOutcomeUnknown (no answer before ctx ended or the transaction
-// timeout passed, typically a cluster that went away) the commit may still
+// timeout passed, or the connection failed with the commit out: typically
+// a cluster that went away) the commit may have been done, or may still
 // complete later; otherwise the commit was refused and the broker aborts the
 // transaction at its timeout. Because of apache/pulsar-client-go#1498 a
 // Failed cluster's messages may be delivered even after that abort. Both

@@ -234,17 +234,32 @@ func (p *Producer) bounded(ctx context.Context, deadline time.Time, fn func() er
 	defer t.Stop()
 	select {
 	case err := <-ch:
-		return err
+		return unanswered(err)
 	case <-ctx.Done():
 		select {
 		case err := <-ch:
-			return err
+			return unanswered(err)
 		default:
 		}
 		return fmt.Errorf("%w: %w", ErrTxnOutcomeUnknown, ctx.Err())
 	case <-t.C:
 		return fmt.Errorf("%w: no answer within the transaction timeout", ErrTxnOutcomeUnknown)
 	}
+}
+
+// unanswered marks a transaction call's error that is not an answer as
+// ErrTxnOutcomeUnknown. pulsar-client-go v0.21.0 returns a *pulsar.Error
+// for every refusal (the coordinator's answer, or a call it did not send)
+// and a plain error where the connection failed with the call out: an
+// unexported "connection closed" when the broker dies before it answers
+// (its retry looks for the exported one, so it is not retried), or
+// "request timed out". A commit cut off that way may have been done.
+func unanswered(err error) error {
+	var pe *pulsar.Error
+	if err == nil || errors.As(err, &pe) || errors.Is(err, ErrTxnOutcomeUnknown) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrTxnOutcomeUnknown, err)
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -304,6 +304,40 @@ func TestTxnFailureAfterSomeCommitsIsTyped(t *testing.T) {
 	assert.NotContains(t, vis, c[1])
 }
 
+// CI of stop 28's fix (e2e txn, a cluster killed between the sends and
+// the commits): pulsar-client-go v0.21.0 returned the commit in flight
+// when the broker died with a plain "connection closed" (an unexported
+// error its own retry does not recognise), and the commit was reported as
+// refused. A commit cut off with the call out may have been done: only a
+// *pulsar.Error is an answer.
+func TestTxnCommitCutOffIsUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		unknown bool
+	}{
+		{"connection closed", errors.New("connection closed"), true},
+		{"request timed out", errors.New("request timed out"), true},
+		{"refused", pulsar.ErrMaxConcurrentOpsReached, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFake(2)
+			p := newTxnProducer(t, fake, 2)
+			c := p.Clusters()
+			fake.Cluster(c[1]).FailCommits(tc.err)
+			tx, err := p.BeginTxn()
+			require.NoError(t, err)
+			stage(t, tx, spread(p, 2), 1)
+			_, err = tx.Commit(context.Background())
+			var pce *producer.PartialCommitError
+			require.ErrorAs(t, err, &pce)
+			assert.Equal(t, []string{c[1]}, pce.Failed)
+			assert.ErrorIs(t, pce.Errs[c[1]], tc.err)
+			assert.Equal(t, tc.unknown, errors.Is(pce.Errs[c[1]], producer.ErrTxnOutcomeUnknown), "%v", pce.Errs[c[1]])
+		})
+	}
+}
+
 func TestTxnCommitWithoutAnswerIsUnknownAndBounded(t *testing.T) {
 	fake := newFake(2)
 	p := newTxnProducer(t, fake, 2)

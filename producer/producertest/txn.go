@@ -20,7 +20,10 @@ func (c *Cluster) FailBegins(errs ...error) {
 }
 
 // FailCommits makes the cluster's commits fail with err (nil: succeed). A
-// transaction whose commit failed stays open.
+// transaction whose commit failed stays open. As with pulsar-client-go, a
+// *pulsar.Error (pulsar.ErrMaxConcurrentOpsReached, say) is a refusal, and
+// the Producer takes any other error for a connection that failed with
+// the commit out: the outcome is unknown (producer.ErrTxnOutcomeUnknown).
 func (c *Cluster) FailCommits(err error) { c.cs.locked(func() { c.commitErr = err }) }
 
 // StallBegins makes the cluster's transaction begins wait until release
