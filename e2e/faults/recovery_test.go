@@ -45,8 +45,8 @@ func sendTimeoutSweep(sendTimeout time.Duration) time.Duration { return 2 * send
 // to try again once the broker is back: pulsar-client-go v0.21.0 retries a
 // partition producer's reconnection after a backoff that doubles from
 // 100ms up to 60s, plus up to 20% jitter (backoff.DefaultBackoff). Seen
-// here: writes again 31s after the cluster was seen up (in 3 of 8 runs;
-// about 1s in the others), which fits a 25.6s step begun before the
+// here: writes again 31s after the cluster was seen up in 3 of 8 runs
+// (1s to 3s in the others), which fits a 25.6s step begun before the
 // restart ended; the spec used to wait a minute.
 const reconnectStep = 60 * time.Second * 12 / 10
 
