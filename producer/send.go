@@ -113,7 +113,7 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback, f
 // flush still queued when its producer closes.
 func (p *Producer) flushFor(ctx context.Context, pt *partition) {
 	fctx, stop := p.untilClose(ctx)
-	_ = pt.w.FlushWithCtx(fctx) // the message's own outcome says what happened
+	_ = flushWriter(fctx, pt.w) // the message's own outcome says what happened
 	stop()
 }
 
@@ -251,12 +251,21 @@ func (p *Producer) Flush(ctx context.Context) error {
 	return nil
 }
 
-// flushWriters flushes every partition writer of every cluster in
-// parallel. It returns an error naming each cluster that did not finish
-// before ctx ended. A pulsar-client-go flush also fails with the error of
-// its partition's last pending message (v0.21.0, pendingItem's flush
+// flushWriter flushes w and returns an error only when ctx cut the flush
+// short. A pulsar-client-go flush also fails with the error of its
+// partition's last pending message (v0.21.0, pendingItem's flush
 // callback); that is the message's outcome, reported through its own
-// callback, so it is not the flush's error and is dropped.
+// callback, not the flush's, so it is dropped.
+func flushWriter(ctx context.Context, w writer) error {
+	if err := w.FlushWithCtx(ctx); err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return nil
+}
+
+// flushWriters flushes every partition writer of every cluster in
+// parallel (flushWriter). It returns an error naming each cluster that did
+// not finish before ctx ended.
 func (p *Producer) flushWriters(ctx context.Context) error {
 	errs := make([][]error, len(p.clusters))
 	var wg sync.WaitGroup
@@ -266,9 +275,7 @@ func (p *Producer) flushWriters(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := pt.w.FlushWithCtx(ctx); err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-					errs[i][j] = err
-				}
+				errs[i][j] = flushWriter(ctx, pt.w)
 			}()
 		}
 	}

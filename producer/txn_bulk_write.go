@@ -98,7 +98,7 @@ func (p *Producer) writeBulk(ctx context.Context, bw *bulkWriter, tc *txnCluster
 	}
 	// Send the last batch now rather than at the linger's end.
 	if p.enter() {
-		if err := w.FlushWithCtx(ctx); err != nil {
+		if err := flushWriter(ctx, w); err != nil { // a message that failed fails the transaction itself
 			fail(&ClusterError{Cluster: c.name, Op: "flush transaction", Err: err})
 		}
 		p.leave()

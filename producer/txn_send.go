@@ -88,9 +88,8 @@ func (p *Producer) sendPart(ctx, sctx context.Context, tc *txnCluster, tp *txnPa
 // first, so that a key's order holds across plain and transactional
 // messages (transactional ones are not batched and would overtake). key
 // names the partition in the error (ErrClosed when the Producer is
-// closing). sctx bounds the flush; ctx is the caller's. The error of the
-// writer's last plain message, which pulsar-client-go's flush returns, is
-// that message's outcome (see flushWriters), not the transaction's:
+// closing). sctx bounds the flush; ctx is the caller's. A plain message
+// that failed is its own outcome (flushWriter), not the transaction's:
 // pulsar-client-go does not send a message again once it has reported it,
 // so it cannot be written after the transaction's.
 func (p *Producer) flushBefore(ctx, sctx context.Context, pt *partition, key string) error {
@@ -98,9 +97,9 @@ func (p *Producer) flushBefore(ctx, sctx context.Context, pt *partition, key str
 	if !p.enter() {
 		return c.sendError(ctx, key, pt.idx, ErrClosed, true)
 	}
-	err := pt.w.FlushWithCtx(sctx)
+	err := flushWriter(sctx, pt.w)
 	p.leave()
-	if err != nil && sctx.Err() != nil && errors.Is(err, sctx.Err()) {
+	if err != nil {
 		return &ClusterError{Cluster: c.name, Op: "flush before transaction", Err: err}
 	}
 	return nil
