@@ -256,7 +256,7 @@ func (p *Producer) bounded(ctx context.Context, deadline time.Time, fn func() er
 // "request timed out". A commit cut off that way may have been done.
 func unanswered(err error) error {
 	var pe *pulsar.Error
-	if err == nil || errors.As(err, &pe) || errors.Is(err, ErrTxnOutcomeUnknown) {
+	if err == nil || errors.As(err, &pe) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrTxnOutcomeUnknown, err)

@@ -337,11 +337,17 @@ func (cs *Clusters) report(bs []batch, err error) {
 // settle takes what the writers of parts hold (see take) and reports it;
 // release also stops c holding.
 func (cs *Clusters) settle(c *Cluster, parts []*Partition, missing int, err error, release bool) {
+	cs.settleFirst(c, parts, -1, missing, err, release)
+}
+
+// settleFirst is settle of the n oldest messages each writer holds (n < 0:
+// all).
+func (cs *Clusters) settleFirst(c *Cluster, parts []*Partition, n, missing int, err error, release bool) {
 	ws := cs.lockWriters(parts)
 	if release {
 		c.holding = false
 	}
-	bs := cs.take(ws, -1, missing, err)
+	bs := cs.take(ws, n, missing, err)
 	cs.mu.Unlock()
 	cs.report(bs, err)
 	unlockAll(ws)

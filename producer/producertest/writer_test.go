@@ -23,8 +23,8 @@ func TestFlushReturnsTheLastHeldMessagesError(t *testing.T) {
 	}{
 		{"all acknowledged", func(p *Partition) { p.Ack() }, nil},
 		{"all failed", func(p *Partition) { p.Fail(pulsar.ErrSendTimeout) }, pulsar.ErrSendTimeout},
-		{"the last failed", func(p *Partition) { settleFirst(p, 2, nil); p.Fail(errLast) }, errLast},
-		{"an earlier one failed", func(p *Partition) { settleFirst(p, 2, errLast); p.Ack() }, nil},
+		{"the last failed", func(p *Partition) { p.c.cs.settleFirst(p.c, []*Partition{p}, 2, 0, nil, false); p.Fail(errLast) }, errLast},
+		{"an earlier one failed", func(p *Partition) { p.c.cs.settleFirst(p.c, []*Partition{p}, 2, 0, errLast, false); p.Ack() }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := New()
@@ -47,15 +47,4 @@ func TestFlushReturnsTheLastHeldMessagesError(t *testing.T) {
 			assert.Zero(t, part.Flushing())
 		})
 	}
-}
-
-// settleFirst reports the n oldest messages p's writers hold, failed with
-// err or, when err is nil, acknowledged.
-func settleFirst(p *Partition, n int, err error) {
-	cs := p.c.cs
-	ws := cs.lockWriters([]*Partition{p})
-	bs := cs.take(ws, n, 0, err)
-	cs.mu.Unlock()
-	cs.report(bs, err)
-	unlockAll(ws)
 }
