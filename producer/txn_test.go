@@ -335,6 +335,19 @@ func TestTxnCommitCutOffIsUnknown(t *testing.T) {
 			assert.ErrorIs(t, pce.Errs[c[1]], tc.err)
 			assert.Equal(t, tc.unknown, errors.Is(pce.Errs[c[1]], producer.ErrTxnOutcomeUnknown), "%v", pce.Errs[c[1]])
 		})
+		t.Run(tc.name+", abort", func(t *testing.T) {
+			fake := newFake(1)
+			p := newTxnProducer(t, fake, 1)
+			c := p.Clusters()
+			fake.Cluster(c[0]).FailAborts(tc.err)
+			tx, err := p.BeginTxn(producer.BeforeCommit(func(context.Context, []string) error { return errBoom }))
+			require.NoError(t, err)
+			stage(t, tx, spread(p, 1), 1)
+			_, err = tx.Commit(context.Background())
+			require.ErrorIs(t, err, errBoom)
+			require.ErrorIs(t, err, tc.err, "the abort's failure")
+			assert.Equal(t, tc.unknown, errors.Is(err, producer.ErrTxnOutcomeUnknown), "%v", err)
+		})
 	}
 }
 

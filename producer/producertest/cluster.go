@@ -19,6 +19,7 @@ type Cluster struct {
 	failAtErr  error
 	beginErrs  []error
 	commitErr  error
+	abortErr   error
 	begins     *stall // nil: begins go through
 	commits    *stall // nil: commits go through
 	outlive    bool

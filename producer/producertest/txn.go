@@ -26,6 +26,10 @@ func (c *Cluster) FailBegins(errs ...error) {
 // the commit out: the outcome is unknown (producer.ErrTxnOutcomeUnknown).
 func (c *Cluster) FailCommits(err error) { c.cs.locked(func() { c.commitErr = err }) }
 
+// FailAborts makes the cluster's aborts fail with err (nil: succeed), as
+// FailCommits does commits: the transaction stays open.
+func (c *Cluster) FailAborts(err error) { c.cs.locked(func() { c.abortErr = err }) }
+
 // StallBegins makes the cluster's transaction begins wait until release
 // is called (once or more: later calls do nothing), as against a
 // transaction coordinator that does not answer. As pulsar-client-go's, a
@@ -159,8 +163,11 @@ func (t *txn) Abort(context.Context) error {
 	c := t.cl.c
 	c.cs.mu.Lock()
 	defer c.cs.mu.Unlock()
+	err := c.abortErr
 	if t.state != pulsar.TxnOpen {
-		err := fmt.Errorf("%w: transaction %d", ErrTxnNotOpen, t.id)
+		err = fmt.Errorf("%w: transaction %d", ErrTxnNotOpen, t.id)
+	}
+	if err != nil {
 		c.logTxn(OpAbortFail, t, err)
 		return err
 	}
