@@ -41,20 +41,23 @@ type partition struct {
 	w   writer
 
 	// A sender holds mu while it hands a message over: it numbers the
-	// message (seq), so that the callback goroutine reports the
-	// partition's outcomes in that order, appends it to track, so that
-	// Close can give an outcome to any that pulsar-client-go dropped, and
-	// calls the writer. Close sets closed under mu, so no writer is closed
-	// in the middle of a hand-over. The goroutines that complete messages
-	// never take mu, so this costs the hot path one uncontended lock (and
-	// pulsar-client-go serialises a partition's sends anyway).
-	mu     sync.Mutex // guards the fields below
-	closed bool
-	track  []tracked
-	head   int         // track[:head] are trimmed (see trimLocked)
-	seq    uint64      // the last number given to a reported message
-	free   []*inflight // reported pooled inflights, ready for reuse
-	slab   int         // the size of the last slab of inflights allocated (see minSlab)
+	// message (seq) and puts it in the ring at that number, so that the
+	// callback goroutine reports the partition's outcomes in that order
+	// and Close can give an outcome to any that pulsar-client-go dropped,
+	// and calls the writer. Close sets closed under mu, so no writer is
+	// closed in the middle of a hand-over. The goroutines that complete
+	// messages never take mu, so this costs the hot path one uncontended
+	// lock (and pulsar-client-go serialises a partition's sends anyway).
+	mu        sync.Mutex // guards the fields below
+	closed    bool
+	stopped   bool        // the callback goroutine has stopped: refusals are reported at once
+	seq       uint64      // the number of the last message numbered
+	reclaimed uint64      // the messages numbered up to it have left the ring (see reclaimLocked)
+	r         *ring       // the ring, as ring holds it
+	loose     []*inflight // handed-over messages without a callback (see holdLooseLocked)
+	looseHead int         // loose[:looseHead] are pruned
+	free      []*inflight // reported inflights, ready for reuse
+	slab      int         // the size of the last slab of inflights allocated (see minSlab)
 
 	// maxFree bounds free: the partition's even share of its cluster's
 	// MaxPendingMessages, at least minFree. Inflights beyond it go to
@@ -63,12 +66,25 @@ type partition struct {
 	// to the GC, at every turn of its acknowledgements.
 	maxFree int
 
+	// handed counts the messages handed to the writer, ever, for the
+	// health monitor, which reads it without mu: a monitor that took mu
+	// would wait behind a hand-over.
+	handed atomic.Uint64
+
+	// placed is seq for the callback goroutine, which reads the ring
+	// without mu: published once the message numbered seq is in its slot,
+	// so the goroutine reads no slot a sender may be writing.
+	placed atomic.Uint64
+
+	// ring is r for the callback goroutine: published when it grows,
+	// before any message is placed in it alone.
+	ring atomic.Pointer[ring]
+
 	// Owned by the cluster's callback goroutine (the dispatcher), on a
 	// cache line of their own: the dispatcher writes next at every
 	// message, the senders the fields above.
 	_    [64]byte
-	next uint64               // the number of the next message to report
-	held map[uint64]*inflight // outcomes that came before next's
+	next uint64 // the number of the next message to report
 
 	// reported is next-1 as the senders may see it, published by the
 	// dispatcher after each run of reports: the messages numbered up to
@@ -76,21 +92,20 @@ type partition struct {
 	reported atomic.Uint64
 }
 
-// tracked is an accepted message in its partition's track, with what
-// trimming needs to know of it, so that trimming reads no inflight that
-// another goroutine last wrote (with many partitions, an inflight seen
-// again after thousands of others is no longer in any cache).
-type tracked struct {
-	f      *inflight
-	seq    uint64 // f.seq when it was tracked
-	pooled bool   // f.pooled
-}
-
-// States of an inflight.
+// An inflight's state is its number (seq) shifted left by phaseBits, with
+// its phase in the low bits: pending (handed over, no outcome yet),
+// settling (its outcome is being written) and completed (its outcome is
+// fixed, not reported yet). A message is reported once its partition's
+// watermark (partition.reported) passes its number. The callback
+// goroutine reports the message numbered next when its inflight's state
+// is next's number, completed: the number makes the check its own proof.
 const (
-	pending   = iota // handed over, no outcome yet
-	completed        // outcome fixed, not reported yet
-	reported         // reported: its callback and observer have returned
+	pending   = 0
+	settling  = 1
+	completed = 2
+
+	phaseBits = 2
+	phaseMask = 1<<phaseBits - 1
 )
 
 // inflight is one message handed to Send or SendAsync, from the hand-over
@@ -100,21 +115,13 @@ type inflight struct {
 	pm   pulsar.ProducerMessage
 	ctx  context.Context
 	msg  *Message
-	cb   Callback // Send's own, or the caller's; nil: nothing to report
+	cb   Callback // Send's own, or the caller's; nil: only the observer is told
 	part *partition
 	cost int64
-	seq  uint64 // its number among the partition's reported messages; 0 when cb is nil
 
-	// accepted: the message holds budget and was handed to its writer
-	// (and is tracked); false for a message that failed before, which
-	// holds nothing.
+	// accepted: the message holds budget and was handed to its writer;
+	// false for a message that failed before, which holds nothing.
 	accepted bool
-
-	// SendAsync's inflights are reused (pooled): an accepted one once its
-	// partition's track drops it after it was reported, a refused one
-	// once it is reported. Send's own are not: Send reads its inflight
-	// after the outcome.
-	pooled bool
 
 	// slabEvent: f is the inflight of an observedInflight, whose Event
 	// follows it (see eventFor). A flag rather than a pointer to the
@@ -122,17 +129,17 @@ type inflight struct {
 	// minSlab).
 	slabEvent bool
 
-	// state goes from pending to completed where the outcome is fixed.
-	// A message reported in its partition's order (seq != 0) is reported
-	// once the dispatcher's watermark (partition.reported) passes seq;
-	// the others are marked reported here.
-	state atomic.Uint32
+	// state is the message's number and phase (see pending). The sender
+	// sets it when it numbers the message (setState), the goroutine that
+	// fixes the outcome moves it from pending to completed (once), and
+	// the callback goroutine reads it.
+	state atomic.Uint64
 
 	id  pulsar.MessageID
 	err error
 	ev  *Event // non-nil when observed
 
-	barrier *barrier // non-nil for a Flush barrier (not a message)
+	_ [8]byte // to 320 bytes (see minSlab)
 }
 
 // minFree is the least bound of a partition's free list (see
@@ -174,21 +181,15 @@ func pooledInflight() *inflight {
 	if f, ok := inflightPool.Get().(*inflight); ok {
 		return f
 	}
-	return &inflight{pooled: true}
+	return &inflight{}
 }
 
-// reset makes a pooled f ready for reuse, keeping slabEvent: the Event
-// after a slab's inflight stays its own.
-func (f *inflight) reset() {
-	*f = inflight{pooled: true, slabEvent: f.slabEvent}
-}
-
-// clear is reset for a reported f that its partition may still track: it
-// drops what f holds of the message at once (an idle partition would keep
-// it until its next send), and it leaves state as it is (Close's sweep
-// reads it; the sender that reuses a pooled f sets it). It runs where f
-// was just reported, while f is in that goroutine's cache, rather than on
-// the sender that reuses f.
+// clear drops what a reported f holds of its message at once (an idle
+// partition would keep it until its next send), and leaves state as it is:
+// f stays in its partition's ring until the ring is reclaimed past it, and
+// the sender that reuses f numbers it again. It runs where f was just
+// reported, while f is in that goroutine's cache, rather than on the
+// sender that reuses f.
 //
 // Of pm it drops what may be large (the value, the key and the other
 // caller's slices) but not Properties: pulsar-client-go may still read a
@@ -200,13 +201,14 @@ func (f *inflight) reset() {
 // (producer_partition.go, updateMetaData, v0.21.0).
 //
 // It keeps part, which outlives every message: the partition's own
-// inflights go back to it. The fields most messages leave unset are
-// stored only when set, as each pointer store costs a write barrier while
-// the GC marks (see toPulsar).
+// inflights go back to it, and slabEvent, as the Event after a slab's
+// inflight stays its own. The fields most messages leave unset are stored
+// only when set, as each pointer store costs a write barrier while the GC
+// marks (see toPulsar).
 func (f *inflight) clear() {
 	f.pm.Payload, f.pm.Key = nil, ""
 	f.ctx, f.msg, f.cb, f.id = nil, nil, nil, nil
-	f.cost, f.seq, f.accepted = 0, 0, false
+	f.cost, f.accepted = 0, false
 	if f.pm.ReplicationClusters != nil {
 		f.pm.ReplicationClusters = nil
 	}
@@ -216,24 +218,6 @@ func (f *inflight) clear() {
 		f.err = nil
 	}
 	storeIfNew(&f.ev, nil)
-}
-
-// done marks f reported; the caller touches f no more. A refused pooled f
-// is not tracked, so it is reused at once; an accepted f is cleared, and a
-// pooled one reused once its partition's track drops it. inOrder: the dispatcher
-// reported f in its partition's order, and its watermark says so.
-func (f *inflight) done(inOrder bool) {
-	switch {
-	case f.pooled && !f.accepted:
-		f.reset()
-		inflightPool.Put(f)
-		return
-	case f.accepted:
-		f.clear()
-	}
-	if !inOrder {
-		f.state.Store(reported)
-	}
 }
 
 // take is takeLocked for a caller that does not hold mu.
@@ -247,14 +231,16 @@ func (pt *partition) take() *inflight {
 	return f
 }
 
-// takeLocked returns a pooled inflight: from the free list (and prefetches
-// the one it will return next), refilled first from the reported messages
-// of track (trimLocked) when it is empty, else from inflightPool, else the
-// first of a new slab whose others go to the free list. Called with mu
-// held.
+// takeLocked returns an inflight to reuse: from the free list (and
+// prefetches the one it will return next), refilled first from the
+// reported messages of the ring and of loose (reclaimLocked,
+// pruneLooseLocked) when it is empty, else
+// from inflightPool, else the first of a new slab whose others go to the
+// free list. Called with mu held.
 func (pt *partition) takeLocked() *inflight {
 	if len(pt.free) == 0 {
-		pt.trimLocked()
+		pt.reclaimLocked()
+		pt.pruneLooseLocked()
 	}
 	if len(pt.free) == 0 {
 		if f, ok := inflightPool.Get().(*inflight); ok {
@@ -273,22 +259,21 @@ func (pt *partition) takeLocked() *inflight {
 	return f
 }
 
-// appendSlab allocates n pooled inflights, adjacent in memory, and appends
-// them to free last first, so that they are taken (from the end) first
-// first. An observed cluster's each come with their Event right after
-// them, so that one prefetch brings both (cluster.prefetch).
+// appendSlab allocates n inflights, adjacent in memory, and appends them
+// to free last first, so that they are taken (from the end) first first.
+// An observed cluster's each come with their Event right after them, so
+// that one prefetch brings both (cluster.prefetch).
 func appendSlab(free []*inflight, n int, observed bool) []*inflight {
 	if observed {
 		slab := make([]observedInflight, n)
 		for i := n - 1; i >= 0; i-- {
-			slab[i].f.pooled, slab[i].f.slabEvent = true, true
+			slab[i].f.slabEvent = true
 			free = append(free, &slab[i].f)
 		}
 		return free
 	}
 	slab := make([]inflight, n)
 	for i := n - 1; i >= 0; i-- {
-		slab[i].pooled = true
 		free = append(free, &slab[i])
 	}
 	return free
@@ -302,83 +287,6 @@ type observedInflight struct {
 	ev Event
 }
 
-// trackLocked numbers f when it has an outcome to report and, when it is
-// accepted, tracks it. Reported messages leave track in runs (trimLocked):
-// when the free list is empty, and before track would grow. Called with mu
-// held.
-func (pt *partition) trackLocked(f *inflight) {
-	if f.cb != nil {
-		pt.seq++
-		f.seq = pt.seq
-	}
-	if !f.accepted {
-		return
-	}
-	if len(pt.track) == cap(pt.track) {
-		pt.trimLocked()
-	}
-	pt.track = append(pt.track, tracked{f: f, seq: f.seq, pooled: f.pooled})
-}
-
-// trimLocked drops the reported messages from the front of track, keeping
-// the pooled ones (cleared when they were reported) for reuse, and moves
-// what is left to the front when that frees more than half of track. A
-// trimmed entry of Send's own inflight is zeroed, so that the GC may have
-// it; one of a pooled inflight keeps its pointer until it is overwritten,
-// as the inflight lives on anyway. Trimming in runs, rather than one
-// message at each send, cut the instructions of tracking, trimming and
-// taking an inflight from 163 a message to 123 (make bench-ir: 1,022 to
-// 981 in keyroute's frames, 1 cluster). Called with mu held.
-func (pt *partition) trimLocked() {
-	upTo := pt.reported.Load()
-	track, i := pt.track, pt.head
-	free, room := pt.free, pt.maxFree-len(pt.free)
-	for ; i < len(track); i++ {
-		t := &track[i]
-		if !t.isReported(upTo) {
-			break
-		}
-		switch {
-		case !t.pooled:
-			t.f = nil // Send's own: the GC's once Send has returned
-		case room > 0:
-			free = append(free, t.f)
-			room--
-		default:
-			inflightPool.Put(t.f)
-		}
-	}
-	pt.free = free
-	switch {
-	case i == len(track):
-		pt.track, pt.head = track[:0], 0
-	case i > len(track)/2:
-		n := copy(track, track[i:])
-		clear(track[n:])
-		pt.track, pt.head = track[:n], 0
-	default:
-		pt.head = i
-	}
-}
-
-// isReported reports whether t has been reported, given its partition's
-// watermark upTo. A message with a callback is reported in order while the
-// Producer is open, so the watermark says it without a look at the
-// inflight; one without is marked reported.
-func (t tracked) isReported(upTo uint64) bool {
-	if t.seq != 0 {
-		return t.seq <= upTo
-	}
-	return t.f.state.Load() == reported
-}
-
-// number numbers a refused f (which is not tracked).
-func (pt *partition) number(f *inflight) {
-	pt.mu.Lock()
-	pt.trackLocked(f)
-	pt.mu.Unlock()
-}
-
 // close refuses every later hand-over; it waits for one in progress.
 func (pt *partition) close() {
 	pt.mu.Lock()
@@ -386,24 +294,9 @@ func (pt *partition) close() {
 	pt.mu.Unlock()
 }
 
-// lastSeq returns the number of the last message to report handed over.
+// lastSeq returns the number of the last message handed over.
 func (pt *partition) lastSeq() uint64 {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	return pt.seq
-}
-
-// unfinished returns the tracked messages that have no outcome yet. Once
-// the partition is closed nothing trims track, so they stay valid (not
-// reused) for the caller.
-func (pt *partition) unfinished() []*inflight {
-	pt.mu.Lock()
-	defer pt.mu.Unlock()
-	var out []*inflight
-	for _, t := range pt.track[pt.head:] {
-		if t.f.state.Load() == pending {
-			out = append(out, t.f)
-		}
-	}
-	return out
 }

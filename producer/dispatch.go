@@ -1,9 +1,7 @@
 package producer
 
 import (
-	"maps"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,40 +9,42 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
-// straggleDelay bounds how long an outcome can wait in the queue for the
-// rest of its batch (see push).
+// straggleDelay bounds how long a completed message can wait for the rest
+// of its burst before the callback goroutine looks (see settled).
 const straggleDelay = time.Millisecond
 
 // dispatcher is one cluster's callback goroutine: the one serial path
-// through which every outcome that has a callback (SendAsync's, and Send's
-// own) reaches the caller. Outcomes arrive in any order: from
-// pulsar-client-go's goroutines, from senders whose message failed before
-// it reached a writer, from Close. The dispatcher reports each partition's
-// outcomes in the order the messages were handed over (their seq), holding
-// any that come early; so a key's callbacks run in call order, failures
-// before acceptance included. push never waits for the callback
-// goroutine: it appends to a queue under a lock held only for the append,
-// and the dispatcher takes the queue whole.
+// through which every outcome (SendAsync's, and Send's own) reaches the
+// caller and the observer. Outcomes are fixed in any order: on
+// pulsar-client-go's goroutines, on senders whose message failed before it
+// reached a writer, on Close's. Each is fixed in its inflight, which sits
+// in its partition's ring at its number (see ring), and the dispatcher
+// walks each partition's ring in that order, reporting the messages while
+// they are completed; one completed early waits in its slot for those
+// before it. So a key's callbacks run in call order, failures before
+// acceptance included. Fixing an outcome never waits for the callback
+// goroutine, and queues nothing: it wakes the goroutine at most.
 //
 // pulsar-client-go reports a batch's acks one after the other on one
 // goroutine, doing a few hundred nanoseconds of its own work between them;
-// the callback goroutine drains an outcome in less and would park again, so
-// waking it on the first outcome of an empty queue meant up to one wake-up
-// per message. push therefore wakes it at the end of each batch, and a
-// timer wakes it for outcomes whose batch does not end (a batch-mate failed
-// or timed out before its ack came).
+// the callback goroutine reports an outcome in less and would park again,
+// so waking it at each outcome meant up to one wake-up per message.
+// settled therefore wakes it at the end of each burst, and a timer wakes
+// it for outcomes whose burst does not end (a batch-mate failed or timed
+// out before its ack came).
 type dispatcher struct {
 	c *cluster
 
-	mu       sync.Mutex // guards queue, stopped and armed
-	queue    []*inflight
-	stopped  bool
-	armed    bool        // straggle is set
-	straggle *time.Timer // wakes run for outcomes whose batch did not end
+	armed    atomic.Bool // straggle is set; cleared when it fires
+	straggle *time.Timer // wakes run for outcomes whose burst did not end
 
-	signal chan struct{} // capacity 1: work may be queued
-	stop   chan struct{} // closed by close: drain and exit
+	signal chan struct{} // capacity 1: an outcome may be completed
+	stop   chan struct{} // closed by close: report what is completed and exit
 	done   chan struct{} // closed when run returns
+
+	mu      sync.Mutex // guards added and stopped
+	added   []*barrier // Flush barriers not yet seen by run
+	stopped bool
 
 	goid     uint64      // of the goroutine that runs callbacks; set before run starts
 	inside   atomic.Bool // a callback is running (see onCallbackGoroutine)
@@ -68,7 +68,10 @@ func newDispatcher(c *cluster) *dispatcher {
 	for _, pt := range c.parts {
 		pt.next = 1
 	}
-	d.straggle = time.AfterFunc(time.Hour, d.wake)
+	d.straggle = time.AfterFunc(time.Hour, func() {
+		d.armed.Store(false)
+		d.wake()
+	})
 	d.straggle.Stop()
 	started := make(chan struct{})
 	go func() {
@@ -93,51 +96,22 @@ func (d *dispatcher) wake() {
 	}
 }
 
-// push queues f for its callback, waking the callback goroutine now when
-// last is true, else within straggleDelay. After the dispatcher stopped,
-// push reports f inline.
-func (d *dispatcher) push(f *inflight, last bool) {
-	d.mu.Lock()
-	if d.stopped {
-		d.mu.Unlock()
-		if f.barrier != nil {
-			close(f.barrier.done)
-			return
-		}
-		d.deliver(f)
-		return
-	}
-	d.queue = append(d.queue, f)
-	if !last && !d.armed {
-		d.armed = true
-		d.straggle.Reset(straggleDelay)
-	}
-	d.mu.Unlock()
+// settled tells the callback goroutine that an outcome was completed: it
+// wakes it now when last is true, else within straggleDelay. A completion
+// that finds the timer set is seen when it fires, as the timer clears
+// armed before it wakes run.
+func (d *dispatcher) settled(last bool) {
 	if last {
 		d.wake()
+		return
 	}
-}
-
-// take returns what was pushed, oldest first, and leaves spare as the
-// queue.
-func (d *dispatcher) take(spare []*inflight, stopping bool) []*inflight {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	batch := d.queue
-	d.queue = spare[:0]
-	if d.armed {
-		d.armed = false
-		d.straggle.Stop()
+	if !d.armed.Load() && d.armed.CompareAndSwap(false, true) {
+		d.straggle.Reset(straggleDelay)
 	}
-	if stopping {
-		d.stopped = true
-	}
-	return batch
 }
 
 func (d *dispatcher) run() {
 	defer close(d.done)
-	var batch, spare []*inflight
 	for {
 		stopping := false
 		select {
@@ -145,44 +119,13 @@ func (d *dispatcher) run() {
 		case <-d.stop:
 			stopping = true
 		}
-		batch = d.take(spare, stopping)
-
 		var msgs, bytes int64
 		d.inside.Store(true)
-		for i, f := range batch {
-			batch[i] = nil
-			if i+1 < len(batch) {
-				d.c.prefetch(batch[i+1])
-			}
-			if f.barrier != nil {
-				d.barriers = append(d.barriers, f.barrier)
-				continue
-			}
-			pt := f.part
-			if f.seq != pt.next {
-				if pt.held == nil {
-					pt.held = make(map[uint64]*inflight)
-				}
-				pt.held[f.seq] = f
-				continue
-			}
-			for f != nil {
-				d.report(f, &msgs, &bytes)
-				pt.next++
-				if f = pt.held[pt.next]; f != nil {
-					delete(pt.held, pt.next)
-				}
-			}
-		}
-		if stopping {
-			// Close swept every message, so nothing is missing but
-			// outcomes a late sender raced in: report what is held, in
-			// order, rather than wait for them.
-			for _, pt := range d.c.parts {
-				for _, seq := range slices.Sorted(maps.Keys(pt.held)) {
-					d.report(pt.held[seq], &msgs, &bytes)
-				}
-				pt.held = nil
+		for _, pt := range d.c.parts {
+			if stopping {
+				d.drain(pt, &msgs, &bytes)
+			} else {
+				d.walk(pt, &msgs, &bytes)
 			}
 		}
 		d.inside.Store(false)
@@ -194,34 +137,64 @@ func (d *dispatcher) run() {
 		if msgs > 0 {
 			d.c.budget.release(msgs, bytes)
 		}
+		d.mu.Lock()
+		d.barriers = append(d.barriers, d.added...)
+		clear(d.added)
+		d.added = d.added[:0]
+		d.stopped = stopping
+		d.mu.Unlock()
 		d.passBarriers(stopping)
-		spare = batch
 		if stopping {
 			return
 		}
 	}
 }
 
-// report runs f's callback and counts what it held of the budget. f is
-// reported in its partition's order unless the dispatcher is stopping.
+// walk reports pt's messages in order from next while they are completed,
+// up to the last one placed when it starts. It reads the ring after
+// placed, so the ring it reads holds every message up to there: a ring
+// grown later holds them too, and it is published before any message is
+// placed in it alone.
+func (d *dispatcher) walk(pt *partition, msgs, bytes *int64) {
+	last := pt.placed.Load()
+	if pt.next > last {
+		return
+	}
+	r := pt.ring.Load()
+	for f := r.at(pt.next); f.state.Load() == pt.next<<phaseBits|completed; f = r.at(pt.next) {
+		if pt.next < last {
+			d.c.prefetch(r.at(pt.next + 1))
+		}
+		d.report(f, msgs, bytes)
+		if pt.next++; pt.next > last {
+			return
+		}
+	}
+}
+
+// drain is walk for the last time: once Close has swept every message,
+// each one in the ring is completed but those a late sender is refusing
+// now, which drain reports in turn rather than wait for. Refusals after
+// it are reported at once (see refuse).
+func (d *dispatcher) drain(pt *partition, msgs, bytes *int64) {
+	last := pt.stop()
+	r := pt.ring.Load()
+	for ; pt.next <= last; pt.next++ {
+		if f := r.at(pt.next); f.state.Load() == pt.next<<phaseBits|completed {
+			d.report(f, msgs, bytes)
+		}
+	}
+}
+
+// report runs f's callback, counts what it held of the budget and clears
+// it.
 func (d *dispatcher) report(f *inflight, msgs, bytes *int64) {
 	if f.accepted {
 		*msgs++
 		*bytes += f.cost
 	}
-	inOrder := f.seq == f.part.next
 	d.c.report(f)
-	f.done(inOrder)
-}
-
-// deliver reports f at once, after the callback goroutine has stopped.
-func (d *dispatcher) deliver(f *inflight) {
-	accepted, n := f.accepted, f.cost
-	d.c.report(f)
-	f.done(false)
-	if accepted {
-		d.c.budget.release(1, n)
-	}
+	f.clear()
 }
 
 // passBarriers closes the barriers whose messages have all been reported
@@ -253,11 +226,19 @@ func (d *dispatcher) barrier() <-chan struct{} {
 	for i, pt := range d.c.parts {
 		b.upTo[i] = pt.lastSeq()
 	}
-	d.push(&inflight{barrier: b}, true)
+	d.mu.Lock()
+	if d.stopped {
+		d.mu.Unlock()
+		close(b.done)
+		return b.done
+	}
+	d.added = append(d.added, b)
+	d.mu.Unlock()
+	d.wake()
 	return b.done
 }
 
-// close reports what is queued and stops the goroutine; it waits for it.
+// close reports what is completed and stops the goroutine; it waits for it.
 func (d *dispatcher) close() {
 	close(d.stop)
 	<-d.done

@@ -10,15 +10,15 @@ import (
 // outcomes; the monitor goroutine reads them and flips the state; senders
 // read down.
 //
-// Senders write handed and read down on every message, and the goroutine
+// Senders read down on every message (and count the messages they hand
+// over in their partition, partition.handed), and the goroutine
 // pulsar-client-go reports on writes acked or failed at every outcome:
 // the two groups sit on separate cache lines so that the two sides do not
 // take the line from each other at every message.
 type health struct {
 	down    atomic.Bool
-	handed  atomic.Uint64 // messages handed to the cluster's writers, ever
-	probing atomic.Bool   // a probe is running
-	probeOK atomic.Int64  // unix nanos at which the last successful probe started
+	probing atomic.Bool  // a probe is running
+	probeOK atomic.Int64 // unix nanos at which the last successful probe started
 	_       [64]byte
 
 	// The goroutines that complete messages count each outcome with one
@@ -100,7 +100,7 @@ func (p *Producer) check(c *cluster, now time.Time) {
 	// counted in handed before, so held is never below zero.
 	acked, failed := h.acked.Load(), h.failed.Load()
 	acks := acked + h.acks.Load()
-	held := int64(h.handed.Load() - acked - failed)
+	held := int64(c.handed() - acked - failed)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	moved := acks != h.lastAcks
@@ -132,4 +132,13 @@ func (p *Producer) check(c *cluster, now time.Time) {
 			h.probeOK.Store(start.UnixNano())
 		})
 	}
+}
+
+// handed returns the messages handed to c's writers, ever.
+func (c *cluster) handed() uint64 {
+	var n uint64
+	for _, pt := range c.parts {
+		n += pt.handed.Load()
+	}
+	return n
 }

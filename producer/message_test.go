@@ -59,7 +59,7 @@ func TestClearDropsTheMessage(t *testing.T) {
 		"ReplicationClusters": {Key: "k", ReplicationClusters: []string{"r1"}},
 		"DisableReplication":  {Key: "k", DisableReplication: true},
 	} {
-		f := &inflight{pooled: true}
+		f := &inflight{}
 		toPulsar(&f.pm, m, props)
 		if m.DisableReplication {
 			f.pm.ReplicationClusters = []string{"__local__"} // as pulsar-client-go does

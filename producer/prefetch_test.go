@@ -52,8 +52,6 @@ func TestObservedSlabsPairInflightAndEvent(t *testing.T) {
 				t.Fatalf("inflight %d is not before the one appended before it: the slab's first would not be taken first", i)
 			}
 			switch {
-			case !f.pooled:
-				t.Fatalf("inflight %d is not pooled", i)
 			case f.slabEvent != observed:
 				t.Fatalf("inflight %d: slabEvent %v in a slab observed %v", i, f.slabEvent, observed)
 			case observed && uintptr(unsafe.Pointer(eventFor(f))) != uintptr(unsafe.Pointer(f))+unsafe.Offsetof(observedInflight{}.ev):

@@ -163,7 +163,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		cl.parts = make([]*partition, len(links[i].writers))
 		maxFree := max(minFree, int(cl.budget.maxMsgs)/len(cl.parts))
 		for j, w := range links[i].writers {
-			cl.parts[j] = &partition{idx: j, c: cl, w: w, maxFree: maxFree}
+			cl.parts[j] = newPartition(j, cl, w, maxFree)
 		}
 		cl.disp = newDispatcher(cl)
 		if c.transactions {

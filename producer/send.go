@@ -41,15 +41,16 @@ func check(m *Message) error {
 }
 
 // hand routes msg, takes its budget and hands it to its partition's writer
-// with cb. f is Send's own inflight, or nil for a pooled one. A message
+// with cb. A message
 // that fails before the writer has it is refused: it gets its outcome
 // through the same ordered path, after the outcomes of the messages of its
 // partition handed over before it. hand returns the refusal error (nil
 // when the writer has the message) and the partition it went to.
-func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback, f *inflight) (*partition, error) {
+func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback) (*partition, error) {
 	var (
 		c   *cluster
 		pt  *partition
+		f   *inflight
 		err error
 	)
 	switch {
@@ -68,9 +69,7 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback, f
 	var ev *Event
 	if c.obs != nil {
 		// The Event comes with the inflight, which must be known now.
-		if f == nil {
-			f = pt.take()
-		}
+		f = pt.take()
 		ev = eventFor(f)
 		props = p.observe(ctx, op, c, pt, msg, n, ev)
 	}
@@ -86,10 +85,13 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback, f
 			f.ctx, f.msg, f.cb, f.cost, f.accepted = ctx, msg, cb, n, true
 			storeIfNew(&f.part, pt) // unchanged for a partition's own (see clear)
 			storeIfNew(&f.ev, ev)
-			f.state.Store(pending) // a reused f keeps the state it was reported in
 			toPulsar(&f.pm, msg, props)
-			pt.trackLocked(f)
-			c.health.handed.Add(1)
+			if cb != nil {
+				pt.placeLocked(f, pending)
+			} else {
+				pt.holdLooseLocked(f)
+			}
+			pt.handed.Add(1)
 			// f may be reported and reused once the writer has it: it is
 			// not touched again.
 			pt.w.SendAsync(ctx, &f.pm, c.onAck)
@@ -156,11 +158,10 @@ func (p *Producer) Send(ctx context.Context, msg *Message) (ID, error) {
 		err  error
 		done = make(chan struct{})
 	)
-	f := &inflight{}
 	pt, herr := p.hand(ctx, OpSend, msg, func(i ID, _ *Message, e error) {
 		id, err = i, e
 		close(done)
-	}, f)
+	})
 	if herr != nil {
 		<-done // in its turn; bounded by the earlier messages' own outcomes
 		return id, err
@@ -206,7 +207,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 		}
 		return
 	}
-	_, _ = p.hand(ctx, OpSendAsync, msg, cb, nil)
+	_, _ = p.hand(ctx, OpSendAsync, msg, cb)
 }
 
 // Flush writes every batch and waits until every message handed over before
