@@ -51,11 +51,13 @@ func (c *cluster) ack(id pulsar.MessageID, pm *pulsar.ProducerMessage, err error
 }
 
 // settle fixes the outcome of a message handed to a writer, whose state
-// was found to be st, and passes it on to the callback goroutine. Only the
-// first call for a message counts: settle reports whether this one did. It runs on whatever goroutine
-// pulsar-client-go reports on, or on Close's for messages it sweeps. The
-// callback goroutine may report f, and a sender reuse it, as soon as its
-// state says completed: nothing touches f after that.
+// was found to be st, and passes it on to the callback goroutine, or
+// reports it at once when it has no callback. Only the first call for a
+// message counts: settle reports whether this one did. It runs on
+// whatever goroutine pulsar-client-go reports on, or on Close's for
+// messages it sweeps. The callback goroutine may report f, and a sender
+// reuse it, as soon as its state says completed: nothing touches f after
+// that.
 func (c *cluster) settle(f *inflight, st uint64, id pulsar.MessageID, err error) bool {
 	if st&phaseMask != pending || !f.state.CompareAndSwap(st, st|settling) {
 		return false
