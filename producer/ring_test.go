@@ -73,7 +73,6 @@ func TestRingReportsInOrder(t *testing.T) {
 		ack(pt, f)
 	}
 	walkOnce(d, pt)
-	walkOnce(d, pt)
 	if len(got) != 10 || got[9] != 10 {
 		t.Fatalf("reported %v; want 1 to 10 once each", got)
 	}
@@ -117,9 +116,8 @@ func TestRingReclaimsInRuns(t *testing.T) {
 }
 
 // TestRingGrowsBehindAPendingMessage: a message without an outcome keeps
-// every later one in the ring, which grows past its first size; the
-// callback goroutine, which may have read the old ring, finds them in the
-// new one.
+// every later one in the ring, which grows past its first size and keeps
+// them in order.
 func TestRingGrowsBehindAPendingMessage(t *testing.T) {
 	pt, d := ringCluster()
 	var got []uint64
@@ -132,9 +130,7 @@ func TestRingGrowsBehindAPendingMessage(t *testing.T) {
 	if pt.ring.Load() == old || len(pt.r.slots) < n+1 {
 		t.Fatalf("the ring has %d slots for %d messages", len(pt.r.slots), n+1)
 	}
-	// The callback goroutine still holding the old ring.
-	var msgs, bytes int64
-	d.walk(pt, &msgs, &bytes)
+	walkOnce(d, pt)
 	if len(got) != 0 {
 		t.Fatalf("reported %d messages before the first was completed", len(got))
 	}
@@ -192,5 +188,42 @@ func TestRefusalAfterStopIsReportedAtOnce(t *testing.T) {
 	pt.c.refuse(f, ErrClosed)
 	if !errors.Is(got, ErrClosed) {
 		t.Fatalf("got %v; want ErrClosed at once", got)
+	}
+}
+
+// TestLooseMessagesAreReused: messages without a callback take no number,
+// are reported where their outcome is fixed, and their inflights are
+// reused once reported, as the ring's are.
+func TestLooseMessagesAreReused(t *testing.T) {
+	pt, _ := ringCluster()
+	pt.c.budget = newBudget(1<<20, 1<<30)
+	all := map[*inflight]bool{}
+	var allocated int
+	for round := range 20 {
+		var fs []*inflight
+		pt.mu.Lock()
+		for range 300 {
+			f := pt.takeLocked()
+			f.msg, f.part, f.accepted = &Message{}, pt, true
+			pt.holdLooseLocked(f)
+			fs = append(fs, f)
+			all[f] = true
+		}
+		pt.mu.Unlock()
+		for _, f := range fs {
+			ack(pt, f)
+		}
+		if round == 0 {
+			for _, f := range pt.free {
+				all[f] = true
+			}
+			allocated = len(all)
+		}
+	}
+	if pt.seq != 0 {
+		t.Fatalf("messages without a callback took %d numbers", pt.seq)
+	}
+	if len(all) != allocated {
+		t.Fatalf("%d inflights allocated after the first round; the later rounds should reuse its %d", len(all)-allocated, allocated)
 	}
 }

@@ -41,11 +41,11 @@ func check(m *Message) error {
 }
 
 // hand routes msg, takes its budget and hands it to its partition's writer
-// with cb. A message
-// that fails before the writer has it is refused: it gets its outcome
-// through the same ordered path, after the outcomes of the messages of its
-// partition handed over before it. hand returns the refusal error (nil
-// when the writer has the message) and the partition it went to.
+// with cb. A message that fails before the writer has it is refused: it
+// gets its outcome through the same ordered path, after the outcomes of
+// the messages of its partition handed over before it. hand returns the
+// refusal error (nil when the writer has the message) and the partition
+// it went to.
 func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback) (*partition, error) {
 	var (
 		c   *cluster
