@@ -46,6 +46,8 @@ type dispatcher struct {
 	added   []*barrier // Flush barriers not yet seen by run
 	stopped bool
 
+	onSettling func(*inflight) // test hook: drain found f settling; nil
+
 	goid     uint64      // of the goroutine that runs callbacks; set before run starts
 	inside   atomic.Bool // a callback is running (see onCallbackGoroutine)
 	barriers []*barrier  // Flush barriers not yet passed; owned by run
@@ -172,15 +174,26 @@ func (d *dispatcher) walk(pt *partition, msgs, bytes *int64) {
 	}
 }
 
-// drain is walk for the last time: once Close has swept every message,
-// each one in the ring is completed but those a late sender is refusing
-// now, which drain reports in turn rather than wait for. Refusals after
-// it are reported at once (see refuse).
+// drain is walk for the last time: Close has swept every message, so each
+// one in the ring is completed, or settling where an ack won the race with
+// the sweep (pulsar-client-go may be calling back for a receipt it took
+// before its producer closed). A settling message is completed a few
+// instructions later, with nothing between that blocks, so drain waits
+// for it. Refusals after drain are reported at once (see refuse).
 func (d *dispatcher) drain(pt *partition, msgs, bytes *int64) {
 	last := pt.stop()
 	r := pt.ring.Load()
 	for ; pt.next <= last; pt.next++ {
-		if f := r.at(pt.next); f.state.Load() == pt.next<<phaseBits|completed {
+		f := r.at(pt.next)
+		st := f.state.Load()
+		for st == pt.next<<phaseBits|settling {
+			if d.onSettling != nil {
+				d.onSettling(f)
+			}
+			runtime.Gosched()
+			st = f.state.Load()
+		}
+		if st == pt.next<<phaseBits|completed {
 			d.report(f, msgs, bytes)
 		}
 	}

@@ -227,3 +227,25 @@ func TestLooseMessagesAreReused(t *testing.T) {
 		t.Fatalf("%d inflights allocated after the first round; the later rounds should reuse its %d", len(all)-allocated, allocated)
 	}
 }
+
+// TestDrainWaitsForASettlingMessage: when Close's sweep loses the race to a
+// late ack, the message is settling as the callback goroutine drains; it
+// is reported once the ack has completed it, not dropped.
+func TestDrainWaitsForASettlingMessage(t *testing.T) {
+	pt, d := ringCluster()
+	var got []uint64
+	f := handTo(pt, &got)
+	st := f.state.Load()
+	if !f.state.CompareAndSwap(st, st|settling) { // the ack, half way
+		t.Fatal("not pending")
+	}
+	if pt.c.settle(f, st, nil, ErrClosed) {
+		t.Fatal("the sweep won a message already settling")
+	}
+	d.onSettling = func(f *inflight) { f.state.Store(st | completed) } // the ack ends
+	var msgs, bytes int64
+	d.drain(pt, &msgs, &bytes)
+	if !slices.Equal(got, []uint64{1}) {
+		t.Fatalf("reported %v; want message 1", got)
+	}
+}
