@@ -234,9 +234,9 @@ func (pt *partition) take() *inflight {
 // takeLocked returns an inflight to reuse: from the free list (and
 // prefetches the one it will return next), refilled first from the
 // reported messages of the ring and of loose (reclaimLocked,
-// pruneLooseLocked) when it is empty, else
-// from inflightPool, else the first of a new slab whose others go to the
-// free list. Called with mu held.
+// pruneLooseLocked) when it is empty, else from inflightPool, else the
+// first of a new slab whose others go to the free list. Called with mu
+// held.
 func (pt *partition) takeLocked() *inflight {
 	if len(pt.free) == 0 {
 		pt.reclaimLocked()
