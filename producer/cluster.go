@@ -41,7 +41,7 @@ type partition struct {
 	w   writer
 
 	// A sender holds mu while it hands a message over: it numbers the
-	// message (seq) and puts it in the ring at that number, so that the
+	// message (placed) and puts it in the ring at that number, so that the
 	// callback goroutine reports the partition's outcomes in that order
 	// and Close can give an outcome to any that pulsar-client-go dropped,
 	// and calls the writer. Close sets closed under mu, so no writer is
@@ -51,9 +51,7 @@ type partition struct {
 	mu        sync.Mutex // guards the fields below
 	closed    bool
 	stopped   bool        // the callback goroutine has stopped: refusals are reported at once
-	seq       uint64      // the number of the last message numbered
 	reclaimed uint64      // the messages numbered up to it have left the ring (see reclaimLocked)
-	r         *ring       // the ring, as ring holds it
 	loose     []*inflight // handed-over messages without a callback (see holdLooseLocked)
 	looseHead int         // loose[:looseHead] are pruned
 	free      []*inflight // reported inflights, ready for reuse
@@ -71,13 +69,15 @@ type partition struct {
 	// would wait behind a hand-over.
 	handed atomic.Uint64
 
-	// placed is seq for the callback goroutine, which reads the ring
-	// without mu: published once the message numbered seq is in its slot,
-	// so the goroutine reads no slot a sender may be writing.
+	// placed is the number of the last message put in the ring. Senders
+	// write it under mu once the message is in its slot; the callback
+	// goroutine reads the ring up to it without mu, so it reads no slot a
+	// sender may be writing.
 	placed atomic.Uint64
 
-	// ring is r for the callback goroutine: published when it grows,
-	// before any message is placed in it alone.
+	// ring is written under mu, and read by the callback goroutine
+	// without: a grown ring is published before any message is placed in
+	// it alone.
 	ring atomic.Pointer[ring]
 
 	// Owned by the cluster's callback goroutine (the dispatcher), on a
@@ -130,7 +130,7 @@ type inflight struct {
 	slabEvent bool
 
 	// state is the message's number and phase (see pending). The sender
-	// sets it when it numbers the message (setState), the goroutine that
+	// sets it when it numbers the message, the goroutine that
 	// fixes the outcome moves it from pending to completed (once), and
 	// the callback goroutine reads it.
 	state atomic.Uint64
@@ -292,11 +292,4 @@ func (pt *partition) close() {
 	pt.mu.Lock()
 	pt.closed = true
 	pt.mu.Unlock()
-}
-
-// lastSeq returns the number of the last message handed over.
-func (pt *partition) lastSeq() uint64 {
-	pt.mu.Lock()
-	defer pt.mu.Unlock()
-	return pt.seq
 }

@@ -237,7 +237,7 @@ func (d *dispatcher) passBarriers(all bool) {
 func (d *dispatcher) barrier() <-chan struct{} {
 	b := &barrier{upTo: make([]uint64, len(d.c.parts)), done: make(chan struct{})}
 	for i, pt := range d.c.parts {
-		b.upTo[i] = pt.lastSeq()
+		b.upTo[i] = pt.placed.Load()
 	}
 	d.mu.Lock()
 	if d.stopped {

@@ -112,9 +112,8 @@ func (c *cluster) refuse(f *inflight, err error) {
 func (c *cluster) sweep(err error) int {
 	n := 0
 	for _, pt := range c.parts {
-		fs, states := pt.unfinished()
-		for i, f := range fs {
-			if c.settle(f, states[i], nil, err) {
+		for _, f := range pt.unfinished() {
+			if c.settle(f, f.state.Load(), nil, err) {
 				n++
 			}
 		}

@@ -1,7 +1,5 @@
 package producer
 
-import "unsafe"
-
 // ring holds a partition's messages from the hand-over until their
 // inflights are reclaimed: the inflight of the message numbered seq is at
 // slots[seq&mask]. Senders write it under the partition's mu; the
@@ -27,8 +25,8 @@ const minRing = 1024
 // newPartition returns partition idx of c, written by w, with an empty
 // ring.
 func newPartition(idx int, c *cluster, w writer, maxFree int) *partition {
-	pt := &partition{idx: idx, c: c, w: w, maxFree: maxFree, r: newRing(minRing)}
-	pt.ring.Store(pt.r)
+	pt := &partition{idx: idx, c: c, w: w, maxFree: maxFree}
+	pt.ring.Store(newRing(minRing))
 	return pt
 }
 
@@ -39,46 +37,34 @@ func newRing(n int) *ring {
 // at returns the inflight in seq's slot.
 func (r *ring) at(seq uint64) *inflight { return r.slots[seq&r.mask] }
 
-// setState sets f's state with a plain store, where f.state.Store would
-// be an exchange, a full barrier that waits for the stores before it (on
-// amd64). Only the sender that numbers f may call it, under mu: no other
-// goroutine reads f until a later atomic publishes it (partition.placed,
-// or the writer's callback), and the goroutines that used f before
-// handed it back through atomics (partition.reported, or a completed
-// state that pruneLooseLocked read).
-func (f *inflight) setState(v uint64) {
-	*(*uint64)(unsafe.Pointer(&f.state)) = v
-}
-
-// placeLocked numbers f, sets its state to that number in the given phase
-// (pending for a message handed to the writer, completed for a refused
-// one), puts it in the ring and publishes it (placed). f's other fields
-// must be set before. Called with mu held.
+// placeLocked numbers f (the number after placed), sets its state to that
+// number in the given phase (pending for a message handed to the writer,
+// completed for a refused one), puts it in the ring and publishes it
+// (placed). f's other fields must be set before. Called with mu held.
 func (pt *partition) placeLocked(f *inflight, phase uint64) {
-	pt.seq++
-	r := pt.r
-	if pt.seq-pt.reclaimed > uint64(len(r.slots)) {
+	seq := pt.placed.Load() + 1
+	r := pt.ring.Load()
+	if seq-pt.reclaimed > uint64(len(r.slots)) {
 		pt.reclaimLocked()
-		if pt.seq-pt.reclaimed > uint64(len(r.slots)) {
-			r = pt.growLocked()
+		if seq-pt.reclaimed > uint64(len(r.slots)) {
+			r = pt.growLocked(seq)
 		}
 	}
-	f.setState(pt.seq<<phaseBits | phase)
-	r.slots[pt.seq&r.mask] = f
-	pt.placed.Store(pt.seq)
+	f.state.Store(seq<<phaseBits | phase)
+	r.slots[seq&r.mask] = f
+	pt.placed.Store(seq)
 }
 
-// growLocked doubles the ring, copying the messages placed in it, and
-// publishes the new one before any message is placed in it alone. The
-// callback goroutine may still read the old ring, which is never written
-// again, up to the placed it read before it. Called with mu held.
-func (pt *partition) growLocked() *ring {
-	old := pt.r
+// growLocked doubles the ring, copying the messages placed in it before
+// seq, and publishes the new one before any message is placed in it alone.
+// The callback goroutine may still read the old ring, which is never
+// written again, up to the placed it read before it. Called with mu held.
+func (pt *partition) growLocked(seq uint64) *ring {
+	old := pt.ring.Load()
 	r := newRing(2 * len(old.slots))
-	for s := pt.reclaimed + 1; s < pt.seq; s++ {
+	for s := pt.reclaimed + 1; s < seq; s++ {
 		r.slots[s&r.mask] = old.at(s)
 	}
-	pt.r = r
 	pt.ring.Store(r)
 	return r
 }
@@ -96,17 +82,21 @@ func (pt *partition) reclaimLocked() {
 	if upTo <= pt.reclaimed {
 		return
 	}
-	r, free, room := pt.r, pt.free, pt.maxFree-len(pt.free)
+	r := pt.ring.Load()
 	for s := pt.reclaimed + 1; s <= upTo; s++ {
-		f := r.at(s)
-		if room > 0 {
-			free = append(free, f)
-			room--
-		} else {
-			inflightPool.Put(f)
-		}
+		pt.keepLocked(r.at(s))
 	}
-	pt.free, pt.reclaimed = free, upTo
+	pt.reclaimed = upTo
+}
+
+// keepLocked puts a reported f on the free list, or in inflightPool when
+// the list is full (see maxFree). Called with mu held.
+func (pt *partition) keepLocked(f *inflight) {
+	if len(pt.free) < pt.maxFree {
+		pt.free = append(pt.free, f)
+	} else {
+		inflightPool.Put(f)
+	}
 }
 
 // holdLooseLocked keeps f, a message without a callback handed to the
@@ -121,7 +111,7 @@ func (pt *partition) holdLooseLocked(f *inflight) {
 	if len(pt.loose) == cap(pt.loose) {
 		pt.pruneLooseLocked()
 	}
-	f.setState(pending)
+	f.state.Store(pending)
 	pt.loose = append(pt.loose, f)
 }
 
@@ -131,16 +121,9 @@ func (pt *partition) holdLooseLocked(f *inflight) {
 // mu held.
 func (pt *partition) pruneLooseLocked() {
 	loose, i := pt.loose, pt.looseHead
-	free, room := pt.free, pt.maxFree-len(pt.free)
 	for ; i < len(loose) && loose[i].state.Load() == completed; i++ {
-		if room > 0 {
-			free = append(free, loose[i])
-			room--
-		} else {
-			inflightPool.Put(loose[i])
-		}
+		pt.keepLocked(loose[i])
 	}
-	pt.free = free
 	switch {
 	case i == len(loose):
 		clear(loose)
@@ -155,23 +138,24 @@ func (pt *partition) pruneLooseLocked() {
 }
 
 // unfinished returns the messages handed to the writer that have no outcome
-// yet, each with the state it was found in. Once the partition is closed no
-// message is handed over, so none of them is numbered again.
-func (pt *partition) unfinished() (fs []*inflight, states []uint64) {
+// yet. Once the partition is closed no message is handed over, so none of
+// them is pending again once it has an outcome.
+func (pt *partition) unfinished() []*inflight {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
-	for s := pt.reclaimed + 1; s <= pt.seq; s++ {
-		f := pt.r.at(s)
-		if st := f.state.Load(); st == s<<phaseBits|pending {
-			fs, states = append(fs, f), append(states, st)
+	var out []*inflight
+	r := pt.ring.Load()
+	for s, last := pt.reclaimed+1, pt.placed.Load(); s <= last; s++ {
+		if f := r.at(s); f.state.Load() == s<<phaseBits|pending {
+			out = append(out, f)
 		}
 	}
 	for _, f := range pt.loose[pt.looseHead:] {
 		if f.state.Load() == pending {
-			fs, states = append(fs, f), append(states, pending)
+			out = append(out, f)
 		}
 	}
-	return fs, states
+	return out
 }
 
 // stop tells later refusals that the callback goroutine has stopped, and
@@ -180,5 +164,5 @@ func (pt *partition) stop() uint64 {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	pt.stopped = true
-	return pt.seq
+	return pt.placed.Load()
 }

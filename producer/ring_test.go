@@ -27,7 +27,7 @@ func handTo(pt *partition, got *[]uint64) *inflight {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	f := pt.takeLocked()
-	seq := pt.seq + 1
+	seq := pt.placed.Load() + 1
 	f.cb = func(ID, *Message, error) { *got = append(*got, seq) }
 	f.msg, f.part, f.accepted = &Message{}, pt, true
 	pt.placeLocked(f, pending)
@@ -104,13 +104,13 @@ func TestRingReclaimsInRuns(t *testing.T) {
 	if len(got) != 20*burst {
 		t.Fatalf("reported %d messages; want %d", len(got), 20*burst)
 	}
-	if n := len(pt.r.slots); n != minRing {
+	if n := len(pt.ring.Load().slots); n != minRing {
 		t.Fatalf("the ring grew to %d slots for bursts of %d", n, burst)
 	}
 	if len(all) != allocated {
 		t.Fatalf("%d inflights allocated after the first burst; the later bursts should reuse its %d", len(all)-allocated, allocated)
 	}
-	if held := pt.seq - pt.reclaimed; held > 2*burst {
+	if held := pt.placed.Load() - pt.reclaimed; held > 2*burst {
 		t.Fatalf("the ring holds %d messages after bursts of %d", held, burst)
 	}
 }
@@ -127,8 +127,8 @@ func TestRingGrowsBehindAPendingMessage(t *testing.T) {
 	for range n {
 		ack(pt, handTo(pt, &got))
 	}
-	if pt.ring.Load() == old || len(pt.r.slots) < n+1 {
-		t.Fatalf("the ring has %d slots for %d messages", len(pt.r.slots), n+1)
+	if r := pt.ring.Load(); r == old || len(r.slots) < n+1 {
+		t.Fatalf("the ring has %d slots for %d messages", len(r.slots), n+1)
 	}
 	walkOnce(d, pt)
 	if len(got) != 0 {
@@ -159,15 +159,16 @@ func TestWalkReadsNoSlotPastPlaced(t *testing.T) {
 	pt.mu.Lock()
 	f := pt.takeLocked()
 	f.cb, f.msg, f.part = func(ID, *Message, error) { got = append(got, 2) }, &Message{}, pt
-	pt.seq++
-	f.setState(pt.seq<<phaseBits | completed)
-	pt.r.slots[pt.seq&pt.r.mask] = f
+	seq := pt.placed.Load() + 1
+	f.state.Store(seq<<phaseBits | completed)
+	r := pt.ring.Load()
+	r.slots[seq&r.mask] = f
 	walkOnce(d, pt)
 	if len(got) != 1 {
 		pt.mu.Unlock()
 		t.Fatalf("reported %v before message 2 was published", got)
 	}
-	pt.placed.Store(pt.seq)
+	pt.placed.Store(seq)
 	pt.mu.Unlock()
 	walkOnce(d, pt)
 	if !slices.Equal(got, []uint64{1, 2}) {
@@ -220,8 +221,8 @@ func TestLooseMessagesAreReused(t *testing.T) {
 			allocated = len(all)
 		}
 	}
-	if pt.seq != 0 {
-		t.Fatalf("messages without a callback took %d numbers", pt.seq)
+	if n := pt.placed.Load(); n != 0 {
+		t.Fatalf("messages without a callback took %d numbers", n)
 	}
 	if len(all) != allocated {
 		t.Fatalf("%d inflights allocated after the first round; the later rounds should reuse its %d", len(all)-allocated, allocated)
