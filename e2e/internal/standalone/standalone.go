@@ -18,14 +18,26 @@ import (
 // flapping is the broker's error while the bookie registration flips.
 const flapping = "Not enough non-faulty bookies available"
 
+// Flapping reports whether err is the broker's error while the bookie
+// registration flips.
+func Flapping(err error) bool { return strings.Contains(err.Error(), flapping) }
+
 // Retry calls fn until it returns nil or an error other than the bookie
 // flapping error, or until ctx ends or two minutes pass; it returns fn's
 // last error.
 func Retry(ctx context.Context, fn func() error) error {
+	return RetryWhile(ctx, fn, Flapping)
+}
+
+// RetryWhile is Retry for the errors that passing reports as passing: for
+// a call whose errors while a cluster flaps are others than the broker's
+// own (a producer already connected rides the flapping out, and the
+// messages it holds meanwhile end at their send timeout).
+func RetryWhile(ctx context.Context, fn func() error, passing func(error) bool) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		err := fn()
-		if err == nil || !strings.Contains(err.Error(), flapping) || time.Now().After(deadline) {
+		if err == nil || !passing(err) || time.Now().After(deadline) {
 			return err
 		}
 		select {
