@@ -29,10 +29,10 @@ func Retry(ctx context.Context, fn func() error) error {
 	return RetryWhile(ctx, fn, Flapping)
 }
 
-// RetryWhile is Retry for the errors that passing reports as passing: for
-// a call whose errors while a cluster flaps are others than the broker's
-// own (a producer already connected rides the flapping out, and the
-// messages it holds meanwhile end at their send timeout).
+// RetryWhile is Retry with passing in place of Flapping, for a call that
+// meets other errors than the broker's own while a cluster flaps: a
+// producer already connected rides the flapping out, and the messages it
+// holds meanwhile end at their send timeout.
 func RetryWhile(ctx context.Context, fn func() error, passing func(error) bool) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
