@@ -277,8 +277,7 @@ func BenchmarkTxn(b *testing.B) {
 			b.ReportMetric(median(ea), "async-msgs/entry")
 			b.ReportMetric(median(eb), "bulk-msgs/entry")
 			// What a transaction costs the broker beyond its messages'
-			// plain writes, and the coordinator's log appends it takes
-			// (begin, partition added, committing, committed).
+			// plain writes, and the coordinator's log appends it takes.
 			b.ReportMetric((median(jb)-median(ja))*perTxn/1000, "bulk-broker-extra-us/txn")
 			b.ReportMetric(median(lb), "bulk-tc-appends/txn")
 			// With client and broker on the same two cores, both busy,
