@@ -41,7 +41,11 @@ var rounds = flag.Int("rounds", 5, "interleaved rounds of BenchmarkSendAsyncOver
 // reports the setup's CPU as setup-cpu-us: New took 2.5-4.2 ms with 5
 // clusters (above all the router's slot table, 64K rendezvous rankings)
 // and 0.5-0.9 ms with 1, where a raw side's took 0.03-0.13 ms; 0.5-4 ns
-// a message of a 1M-message round. Use -benchtime Nx
+// a message of a 1M-message round. Each round also reports the share of
+// its CPU spent in the kernel (sys-ns/op) and its context switches per
+// thousand messages (switches/kmsg), and the medians include every
+// side's sys-ns/op: a floor whose kernel share moved explains a figure
+// that moved with the same code. Use -benchtime Nx
 // (e.g. 1000000x) so that every round sends as many messages:
 //
 //	go test -run '^$' -bench SendAsyncOverhead -benchtime 1000000x ./producer/
@@ -157,28 +161,33 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 			return func() { _ = p.Close(context.Background()) }
 		}})
 	}
-	cpu := map[string][]float64{}
+	cpu, sys := map[string][]float64{}, map[string][]float64{}
 	for round := range *rounds {
 		for i := range sides {
 			sd := sides[(i+round)%len(sides)]
-			var last float64 // of the run with the final b.N
+			var last, lastSys float64 // of the run with the final b.N
 			b.Run(fmt.Sprintf("%s/round=%d", sd.name, round+1), func(b *testing.B) {
 				b.ReportAllocs()
 				runtime.GC()
-				cpu0 := cpuTime()
+				use0 := usage()
 				var setup time.Duration
 				stop := sd.run(b, func() {
-					now := cpuTime()
-					setup, cpu0 = now-cpu0, now
+					now := usage()
+					setup, use0 = now.cpu-use0.cpu, now
 					b.ResetTimer()
 				})
 				b.StopTimer()
-				last = float64(cpuTime()-cpu0) / float64(b.N)
+				use := usage()
+				last = float64(use.cpu-use0.cpu) / float64(b.N)
 				stop()
 				b.ReportMetric(last, "cpu-ns/op")
+				lastSys = float64(use.sys-use0.sys) / float64(b.N)
+				b.ReportMetric(lastSys, "sys-ns/op")
+				b.ReportMetric(float64(use.switches-use0.switches)*1000/float64(b.N), "switches/kmsg")
 				b.ReportMetric(float64(setup.Microseconds()), "setup-cpu-us")
 			})
 			cpu[sd.name] = append(cpu[sd.name], last)
+			sys[sd.name] = append(sys[sd.name], lastSys)
 		}
 	}
 	// Differences are taken within each round, then their median.
@@ -200,6 +209,9 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 	metrics["raw-fake-5-hop-over-raw-fake-5-cpu-ns/op"] = added("raw-fake-5-hop", "raw-fake-5")
 	metrics["clusters=1-over-raw-fake-5-hop-cpu-ns/op"] = added("clusters=1", "raw-fake-5-hop")
 	metrics["raw-fake-cpu-ns/op"] = median(slices.Clone(cpu["raw-fake"]))
+	for _, sd := range sides {
+		metrics[sd.name+"-sys-ns/op"] = median(sys[sd.name])
+	}
 	b.Run("median", func(b *testing.B) {
 		for unit, v := range metrics {
 			b.ReportMetric(v, unit)
@@ -219,11 +231,26 @@ func median(xs []float64) float64 {
 	return xs[len(xs)/2]
 }
 
-// cpuTime is the CPU time the process has used, user and system.
-func cpuTime() time.Duration {
+// used is what the process has used so far: CPU time (user and system),
+// system time alone, and context switches (voluntary and not).
+type used struct {
+	cpu, sys time.Duration
+	switches int64
+}
+
+// usage reads used. The system time and the switches say how much of a
+// side's CPU went to the kernel (goroutines' threads sleeping and waking)
+// rather than to the code: on this VM that share moves with the host's
+// load from hour to hour, and moves the floors with it (PERF.md,
+// 2026-11-26 night).
+func usage() used {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return used{
+		cpu:      time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		sys:      time.Duration(ru.Stime.Nano()),
+		switches: int64(ru.Nvcsw + ru.Nivcsw),
+	}
 }
 
 type nopObserver struct{}
