@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -249,6 +251,13 @@ func inRound(round int) []sideSpec {
 	return out
 }
 
+// liveMB is the heap the last GC cycle found live, in MB.
+func liveMB() float64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return float64(s[0].Value.Uint64()) / 1e6
+}
+
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -275,21 +284,50 @@ func warm(b *testing.B) {
 // vs SDK on -clusters clusters, -rounds rounds each, in rotating order (see
 // inRound); the last sub-benchmark reports the medians and their ratios.
 // Use -benchtime Nx (e.g. 300000x) for comparable rounds.
+//
+// Each side is opened once, on a topic of its own, and sends in every
+// round, as a service's producer is made once and then sends for long;
+// each round starts after a GC. Opening a side for each round and closing
+// it after left every closed producer in the heap for up to its
+// SendTimeout (30 s): pulsar-client-go v0.21.0's failTimeoutMessages
+// goroutine, which holds its partition producer, ends only at its timer's
+// next tick. A closed producer kept 7 MB (raw) or 12 MB (SDK) of heap on
+// one cluster, and the live heap went from 74 to 308 MB in a run of three
+// rounds (PERF.md, 2026-11-26 night). The sides that wait meanwhile cost
+// about 33 ms of CPU a second (all three open and idle), in every round
+// alike. Each round reports the live heap (live-MB) that the last GC
+// found.
 func BenchmarkAsync(b *testing.B) {
 	warm(b)
+	type opened struct {
+		topic string
+		s     sender
+	}
+	open := map[string]opened{}
+	for _, side := range sides {
+		// The side's goroutines, pulsar-client-go's and the SDK's,
+		// inherit the label from the goroutine that opens it, and the
+		// sending goroutine takes it in each round: -cpuprofile splits
+		// by side (pprof -tagfocus 'side=^sdk$').
+		pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("side", side.name)))
+		topic := newTopic(b)
+		open[side.name] = opened{topic, side.open(b, topic, true)}
+		pprof.SetGoroutineLabels(context.Background())
+	}
+	defer func() {
+		for _, o := range open {
+			o.s.close()
+		}
+	}()
 	cpuPerMsg, rate, perEntry := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	for round := 1; round <= *rounds; round++ {
 		for _, side := range inRound(round) {
 			var cpuLast, rateLast, perEntryLast float64 // of the run with the final b.N
 			b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
-				// The side's goroutines, pulsar-client-go's included,
-				// inherit the label: -cpuprofile splits by side
-				// (pprof -tagfocus side=sdk).
 				pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("side", side.name)))
 				defer pprof.SetGoroutineLabels(context.Background())
-				topic := newTopic(b)
-				s := side.open(b, topic, true)
-				defer s.close()
+				o := open[side.name]
+				entries0 := entriesAdded(b, o.topic)
 				var failed sync.Map
 				var wg sync.WaitGroup
 				wg.Add(b.N)
@@ -300,12 +338,13 @@ func BenchmarkAsync(b *testing.B) {
 					wg.Done()
 				}
 				b.ReportAllocs()
+				runtime.GC()
 				cpu0 := cpuTime()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					s.sendAsync(i, done)
+					o.s.sendAsync(i, done)
 				}
-				if err := s.flush(); err != nil {
+				if err := o.s.flush(); err != nil {
 					b.Fatal(err)
 				}
 				wg.Wait()
@@ -318,8 +357,11 @@ func BenchmarkAsync(b *testing.B) {
 				// Messages per broker entry: the mean batch the broker
 				// stored, so that a difference in batching between the
 				// sides shows.
-				perEntryLast = float64(b.N) / float64(entriesAdded(b, topic))
+				if n := entriesAdded(b, o.topic) - entries0; n > 0 {
+					perEntryLast = float64(b.N) / float64(n)
+				}
 				b.ReportMetric(perEntryLast, "msg/entry")
+				b.ReportMetric(liveMB(), "live-MB")
 			})
 			cpuPerMsg[side.name] = append(cpuPerMsg[side.name], cpuLast)
 			rate[side.name] = append(rate[side.name], rateLast)
