@@ -241,7 +241,7 @@ type used struct {
 // usage reads used. The system time and the switches say how much of a
 // side's CPU went to the kernel (threads sleeping and waking among it)
 // rather than to the code. On this VM raw fake's share was 85-133 ns a
-// message in one hour, while its figures over the SDK's moved by 80 ns
+// message in one hour, and the SDK's 5-cluster figure over it moved by 80 ns
 // from the hour before (PERF.md, 2026-11-26 night).
 func usage() used {
 	var ru syscall.Rusage
