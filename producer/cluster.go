@@ -14,6 +14,7 @@ type cluster struct {
 	name   string
 	url    string   // service URL, for observers
 	obs    Observer // nil when not observed
+	timed  bool     // obs reads Event.Start (StartReader)
 	parts  []*partition
 	budget *budget
 	health *health

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,11 +28,17 @@ func newPairObserver() *pairObserver {
 	return &pairObserver{live: map[string]*producer.Event{}, done: map[string]producer.Event{}}
 }
 
+// ReadsStart makes pairObserver a StartReader: its Events carry Start.
+func (o *pairObserver) ReadsStart() bool { return true }
+
 func (o *pairObserver) OnStart(_ context.Context, ev *producer.Event) map[string]string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if ev.Token != nil || ev.Err != nil || ev.ID != (producer.ID{}) {
 		o.faults = append(o.faults, fmt.Sprintf("%s: Event not zero at OnStart: %+v", ev.Key, *ev))
+	}
+	if v, ok := ev.Properties["key"]; ev.Properties != nil && (!ok || v != ev.Key) {
+		o.faults = append(o.faults, fmt.Sprintf("%s: another message's properties at OnStart: %v", ev.Key, ev.Properties))
 	}
 	if _, dup := o.live[ev.Key]; dup {
 		o.faults = append(o.faults, ev.Key+": second OnStart")
@@ -60,7 +67,8 @@ func (o *pairObserver) OnDone(ev *producer.Event) {
 // Many messages in flight at once, some held unacknowledged while others
 // complete and their Events are recycled, through SendAsync with and
 // without a callback and Send, some failing: each gets one OnStart and one
-// OnDone, with its own Event and outcome.
+// OnDone, with its own Event and outcome. Every fourth message has
+// properties: a recycled Event must not show those of its last message.
 func TestObservedMessagesKeepTheirEvent(t *testing.T) {
 	fake := newFake(3)
 	fake.Cluster("c2").Hold() // held until the end
@@ -76,6 +84,9 @@ func TestObservedMessagesKeepTheirEvent(t *testing.T) {
 		key := fmt.Sprintf("k-%d", i)
 		c, _ := p.Placement(key)
 		m := &producer.Message{Key: key}
+		if i%4 == 0 {
+			m.Properties = map[string]string{"key": key}
+		}
 		switch {
 		case i%3 == 0 && c != "c2": // Send would wait for the held acks
 			ops[key] = producer.OpSend
@@ -106,11 +117,75 @@ func TestObservedMessagesKeepTheirEvent(t *testing.T) {
 		assert.Equal(t, c, ev.Cluster, key)
 		assert.Equal(t, part, ev.Partition, key)
 		assert.False(t, ev.Start.IsZero(), key)
+		var i int
+		_, _ = fmt.Sscanf(key, "k-%d", &i)
+		if i%4 == 0 {
+			assert.Equal(t, map[string]string{"key": key}, ev.Properties, key)
+		} else {
+			assert.Nil(t, ev.Properties, key)
+		}
 		if c == "c3" && part == 0 {
 			assert.ErrorIs(t, ev.Err, boom, key)
 			continue
 		}
 		assert.NoError(t, ev.Err, key)
 		assert.Equal(t, c, ev.ID.Cluster, key)
+	}
+}
+
+// startObserver records each Event's Start at OnDone. It is no
+// StartReader; readingObserver is one, answering reads.
+type startObserver struct {
+	mu     sync.Mutex
+	starts []time.Time
+}
+
+func (o *startObserver) OnStart(context.Context, *producer.Event) map[string]string { return nil }
+
+func (o *startObserver) OnDone(ev *producer.Event) {
+	o.mu.Lock()
+	o.starts = append(o.starts, ev.Start)
+	o.mu.Unlock()
+}
+
+type readingObserver struct {
+	*startObserver
+	reads bool
+}
+
+func (o readingObserver) ReadsStart() bool { return o.reads }
+
+// Event.Start is set only for an Observer that asks for it (StartReader
+// returning true), and then it lies between the call and its outcome.
+func TestStartOnlyForStartReaders(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		obs  func(*startObserver) producer.Observer
+		want bool
+	}{
+		{"plain", func(o *startObserver) producer.Observer { return o }, false},
+		{"reads false", func(o *startObserver) producer.Observer { return readingObserver{o, false} }, false},
+		{"reads true", func(o *startObserver) producer.Observer { return readingObserver{o, true} }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &startObserver{}
+			p := newProducer(t, newFake(2), 2, producer.Observe(tc.obs(rec)))
+			before := time.Now()
+			for i := range 100 {
+				_, err := p.Send(context.Background(), &producer.Message{Key: fmt.Sprintf("k-%d", i)})
+				require.NoError(t, err)
+			}
+			after := time.Now()
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			require.Len(t, rec.starts, 100)
+			for _, s := range rec.starts {
+				if !tc.want {
+					assert.True(t, s.IsZero(), "Start %v", s)
+					continue
+				}
+				assert.False(t, s.Before(before) || s.After(after), "Start %v not within [%v, %v]", s, before, after)
+			}
+		})
 	}
 }

@@ -45,11 +45,12 @@ type Event struct {
 	Properties map[string]string
 	// Bytes is what the message holds of the memory limit.
 	Bytes int64
-	// Start is when the message was handed over. It carries a monotonic
-	// reading, so time.Since(ev.Start) is exact; its wall clock reading may
-	// differ from time.Now's by a step of the system clock made since the
-	// health monitor's last tick (every DownAfter/8, at least 10 ms; see
-	// startClock).
+	// Start is when the message was handed over, for an observer that
+	// reads it (see StartReader); zero for any other. It carries a
+	// monotonic reading, so time.Since(ev.Start) is exact; its wall clock
+	// reading may differ from time.Now's by a step of the system clock made
+	// since the health monitor's last tick (every DownAfter/8, at least
+	// 10 ms; see startClock).
 	Start time.Time
 
 	// Outcome, set before OnDone.
@@ -85,9 +86,26 @@ type Event struct {
 //
 // The Producer reuses an Event once OnDone has returned: an observer may
 // keep ev from OnStart until OnDone, and must copy what it keeps after.
+// An observer that reads Event.Start says so by implementing StartReader.
 type Observer interface {
 	OnStart(ctx context.Context, ev *Event) map[string]string
 	OnDone(ev *Event)
+}
+
+// StartReader is implemented by an Observer that reads Event.Start, such
+// as one that records how long messages take (plugin/kotel): New asks
+// ReadsStart once, and the Producer reads the clock for each observed
+// message only when it returned true. Reading it was 33 of the 84 ns a
+// message that an Observer doing nothing cost (BenchmarkSendAsyncOverhead,
+// medians of 15-round runs, 2026-11-26; PERF.md).
+type StartReader interface {
+	ReadsStart() bool
+}
+
+// readsStart reports whether o asks for Event.Start.
+func readsStart(o Observer) bool {
+	r, ok := o.(StartReader)
+	return ok && r.ReadsStart()
 }
 
 // eventPool recycles the Events of observed messages: an Event goes back
@@ -99,11 +117,21 @@ var eventPool = sync.Pool{New: func() any { return new(Event) }}
 // observe fills ev, an Event from eventPool or a pooled inflight's own,
 // for msg and tells the observer; it returns the properties to send.
 func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition, msg *Message, n int64, ev *Event) map[string]string {
-	// Field by field: the Event is zero (see end), and copying a whole
-	// Event literal into it took a typed memmove with write barriers over
-	// every field, the most costly line of observing.
-	ev.Op, ev.Topic, ev.Cluster, ev.Partition, ev.ServiceURL = op, p.cfg.topic, c.name, pt.idx, c.url
-	ev.Key, ev.Properties, ev.Bytes, ev.Start = msg.Key, msg.Properties, n, p.clock.now()
+	// Field by field, the Producer's own strings only when they differ
+	// (see reset): while the GC marks, each pointer stored costs a write
+	// barrier, and copying a whole Event literal took a typed memmove with
+	// barriers over every field, the most costly line of observing.
+	ev.Op, ev.Partition, ev.Bytes = op, pt.idx, n
+	storeIfNew(&ev.Topic, p.cfg.topic)
+	storeIfNew(&ev.Cluster, c.name)
+	storeIfNew(&ev.ServiceURL, c.url)
+	ev.Key = msg.Key
+	if msg.Properties != nil {
+		ev.Properties = msg.Properties
+	}
+	if c.timed {
+		ev.Start = p.clock.now()
+	}
 	if props := c.obs.OnStart(ctx, ev); props != nil {
 		return props
 	}
@@ -114,9 +142,9 @@ func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition
 // monotonic clock, two clock reads; now reads the monotonic clock alone and
 // adds what passed since base, a time.Now that the health monitor renews
 // at each tick (reset). On this project's 2-core VM (BenchmarkStartClock)
-// time.Now takes about 47 ns and now about 32 ns; with time.Now, the clock
-// was most of what a do-nothing Observer cost a message (pprof: 52 of
-// 64-88 ns). The monotonic clock is
+// time.Now takes about 47 ns and now about 32 ns; with time.Now, when
+// every Observer got Start, the clock was most of what a do-nothing
+// Observer cost a message (pprof: 52 of 64-88 ns). The monotonic clock is
 // slewed with the wall clock, so the two part only when the wall clock is
 // stepped, and then only until the next reset.
 type startClock struct{ base atomic.Pointer[time.Time] }
@@ -142,6 +170,34 @@ func eventFor(f *inflight) *Event {
 // end tells the observer ev's outcome and recycles ev.
 func (c *cluster) end(ev *Event) {
 	c.obs.OnDone(ev)
-	*ev = Event{}
+	ev.reset()
 	eventPool.Put(ev)
+}
+
+// reset readies ev, whose OnDone has returned, for its next message: it
+// drops what the message left (its key, properties, outcome and Start)
+// and the observer's Token, storing only fields that are set. It keeps
+// Topic, Cluster and ServiceURL, which are Producer's own strings, and the
+// fields observe sets for every message. Clearing the whole Event (a typed
+// memclr with a write barrier over each of its pointers while the GC
+// marks) and filling every field again cost an observed message 10 ns
+// more (BenchmarkSendAsyncOverhead, medians of 15-round runs: 51 and 41 ns
+// over unobserved, 2026-11-26).
+func (ev *Event) reset() {
+	ev.Key = ""
+	if ev.Properties != nil {
+		ev.Properties = nil
+	}
+	storeIfNew(&ev.ID.Cluster, "")
+	ev.ID.Partition = 0
+	if ev.ID.MessageID != nil {
+		ev.ID.MessageID = nil
+	}
+	if ev.Err != nil {
+		ev.Err = nil
+	}
+	if ev.Token != nil {
+		ev.Token = nil
+	}
+	storeIfNew(&ev.Start, time.Time{})
 }

@@ -130,11 +130,16 @@ func (c *cluster) outcome(f *inflight) (ID, error) {
 	} else {
 		id = ID{Cluster: c.name, Partition: f.part.idx, MessageID: f.id}
 	}
-	if f.ev != nil {
-		f.ev.ID, f.ev.Err = id, err
+	if ev := f.ev; ev != nil {
+		// Field by field, as in observe: the Event's ID and Err are zero.
+		if err != nil {
+			ev.Err = err
+		} else {
+			ev.ID.Cluster, ev.ID.Partition, ev.ID.MessageID = id.Cluster, id.Partition, id.MessageID
+		}
 		if f.slabEvent {
-			c.obs.OnDone(f.ev)
-			*f.ev = Event{}
+			c.obs.OnDone(ev)
+			ev.reset()
 		} else {
 			c.end(f.ev)
 		}

@@ -106,7 +106,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		share := cl.Weight / weightSum
 		maxMsgs := int64(max(1, math.Round(float64(c.maxPending)*share)))
 		maxBytes := int64(max(1, math.Round(float64(c.memoryLimit)*share)))
-		p.clusters[i] = &cluster{name: cl.Name, url: cl.ServiceURL, obs: c.observer,
+		p.clusters[i] = &cluster{name: cl.Name, url: cl.ServiceURL, obs: c.observer, timed: readsStart(c.observer),
 			budget: newBudget(maxMsgs, maxBytes), health: newHealth(time.Now())}
 		wc := writerConfig{
 			topic:            c.topic,

@@ -118,7 +118,9 @@
 // mode once per round in rotating order, 12 rounds; medians of throughput
 // and client CPU against no observer in the same round, 2026-11-25): a
 // no-op Observer 0.89x (+6% CPU), which is the producer's own cost of
-// observing (an Event, a clock read, two calls); metrics with
+// observing for kotel (an Event, a clock read, two calls; the producer
+// reads the clock only for an Observer that asks, producer.StartReader,
+// as kotel's does); metrics with
 // WithTracing(false) and WithDurations 0.91x (+9%); metrics through the
 // SDK's histogram 0.76x (+35%). Rounds swing by ±20% on this machine: the
 // run before gave +9%, +12% and +23%. An earlier run gave 0.49x with 1% of

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/keyroute/keyroute/plugin/kotel"
 	"github.com/keyroute/keyroute/producer"
+	"github.com/keyroute/keyroute/producer/producertest"
+	"github.com/keyroute/keyroute/topology"
 )
 
 func TestSuccessSpanAndMetrics(t *testing.T) {
@@ -181,4 +184,31 @@ func TestConcurrent(t *testing.T) {
 	// i (OpSend) can be a multiple of 10.
 	assert.Equal(t, parts*3, len(sum.DataPoints))
 	assert.Len(t, r.spans.Ended(), goroutines*perG)
+}
+
+// Through a Producer, the durations kotel records are times since the
+// message was handed over: the Producer sets Event.Start only for an
+// Observer that asks (producer.StartReader), and without it each would be
+// the time since year 1.
+func TestDurationsThroughProducer(t *testing.T) {
+	r := newRig(t)
+	fake := producertest.New(producertest.Partitions(1))
+	topo := &topology.Topology{Clusters: []topology.Cluster{{Name: "c1", ServiceURL: "pulsar://c1:6650", Weight: 1}}}
+	p, err := producer.New(context.Background(), topo, producer.Topic("t"), fake.Opt(), producer.Observe(r.obs))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	start := time.Now()
+	for i := range 10 {
+		_, err := p.Send(context.Background(), &producer.Message{Key: fmt.Sprintf("k-%d", i)})
+		require.NoError(t, err)
+	}
+	elapsed := time.Since(start).Seconds()
+	hist, ok := r.collect(t)["messaging.client.operation.duration"].(metricdata.Histogram[float64])
+	require.True(t, ok)
+	require.Len(t, hist.DataPoints, 1)
+	dp := hist.DataPoints[0]
+	assert.Equal(t, uint64(10), dp.Count)
+	mx, ok := dp.Max.Value()
+	require.True(t, ok)
+	assert.LessOrEqual(t, mx, elapsed, "a message's duration is longer than all the sends took")
 }
