@@ -120,11 +120,18 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 	for _, bc := range []struct {
 		clusters int
 		observed bool
+		start    bool
 		noCb     bool
-	}{{1, false, false}, {5, false, false}, {1, true, false}, {1, false, true}} {
+	}{{1, false, false, false}, {5, false, false, false}, {1, true, false, false}, {1, true, true, false}, {1, false, false, true}} {
 		name := fmt.Sprintf("clusters=%d", bc.clusters)
 		opts := []producer.Opt{producer.Topic("t"), benchFake().Opt()}
-		if bc.observed {
+		switch {
+		case bc.start:
+			// The same, asking for Event.Start (a StartReader, as
+			// plugin/kotel is): observing plus a clock read a message.
+			name += "/observed-start"
+			opts = append(opts, producer.Observe(startNopObserver{}))
+		case bc.observed:
 			// An observer that does nothing: what observing costs the
 			// SDK itself, before any telemetry library's own cost.
 			name += "/observed"
@@ -198,7 +205,10 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 		}
 		return median(d)
 	}
-	metrics := map[string]float64{"observer-added-cpu-ns/op": added("clusters=1/observed", "clusters=1")}
+	metrics := map[string]float64{
+		"observer-added-cpu-ns/op":       added("clusters=1/observed", "clusters=1"),
+		"observer-start-added-cpu-ns/op": added("clusters=1/observed-start", "clusters=1"),
+	}
 	for _, sd := range sides {
 		if !strings.HasPrefix(sd.name, "raw-fake") || sd.name == "raw-fake-5-hop" {
 			metrics[sd.name+"-added-cpu-ns/op"] = added(sd.name, "raw-fake")
@@ -257,6 +267,11 @@ type nopObserver struct{}
 
 func (nopObserver) OnStart(context.Context, *producer.Event) map[string]string { return nil }
 func (nopObserver) OnDone(*producer.Event)                                     {}
+
+// startNopObserver does nothing but ask for Event.Start.
+type startNopObserver struct{ nopObserver }
+
+func (startNopObserver) ReadsStart() bool { return true }
 
 // hopper runs one callback for outcomes reported on other goroutines, on a
 // goroutine of its own, in the order they were pushed: a queue under a

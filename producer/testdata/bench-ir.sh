@@ -38,13 +38,24 @@ sides=("$@")
 lo=100000
 hi=300000
 
+# pattern SIDE: the -test.bench pattern of SIDE's rounds alone, each level
+# anchored, so that clusters=1/observed does not also run
+# clusters=1/observed-start.
+pattern() {
+	local p=^BenchmarkSendAsyncOverhead$ part
+	local -a parts
+	IFS=/ read -ra parts <<<"$1"
+	for part in "${parts[@]}"; do p+="/^$part\$"; done
+	echo "$p/^round="
+}
+
 # frames SIDE N: keyroute's instructions (and modelled misses) by function
 # for N messages of SIDE.
 sim=(--cache-sim=no)
 [ "${MISSES:-0}" = 1 ] && sim=(--cache-sim=yes --LL=1048576,16,64)
 frames() {
 	GOMAXPROCS=1 valgrind --tool=cachegrind "${sim[@]}" --cachegrind-out-file="$dir/cg.out" \
-		"$dir/producer.test" -test.run '^$' -test.bench "SendAsyncOverhead/$1/round" \
+		"$dir/producer.test" -test.run '^$' -test.bench "$(pattern "$1")" \
 		-test.benchtime "${2}x" -rounds 1 >/dev/null 2>&1
 	# The function list only: it ends at the next rule of dashes (read on:
 	# an early exit would fail the pipe). Percentages go first: a zero
