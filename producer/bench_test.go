@@ -119,23 +119,24 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 		side{"raw-fake-5-hop", keyed(5, true)})
 	for _, bc := range []struct {
 		clusters int
-		observed bool
-		start    bool
+		tag      string // the side's name after clusters=N, with obs
+		obs      producer.Observer
 		noCb     bool
-	}{{1, false, false, false}, {5, false, false, false}, {1, true, false, false}, {1, true, true, false}, {1, false, false, true}} {
-		name := fmt.Sprintf("clusters=%d", bc.clusters)
+	}{
+		{clusters: 1},
+		{clusters: 5},
+		// An observer that does nothing: what observing costs the SDK
+		// itself, before any telemetry library's own cost.
+		{clusters: 1, tag: "/observed", obs: nopObserver{}},
+		// The same, asking for Event.Start (a StartReader, as
+		// plugin/kotel is): observing plus a clock read a message.
+		{clusters: 1, tag: "/observed-start", obs: startNopObserver{}},
+		{clusters: 1, noCb: true},
+	} {
+		name := fmt.Sprintf("clusters=%d", bc.clusters) + bc.tag
 		opts := []producer.Opt{producer.Topic("t"), benchFake().Opt()}
-		switch {
-		case bc.start:
-			// The same, asking for Event.Start (a StartReader, as
-			// plugin/kotel is): observing plus a clock read a message.
-			name += "/observed-start"
-			opts = append(opts, producer.Observe(startNopObserver{}))
-		case bc.observed:
-			// An observer that does nothing: what observing costs the
-			// SDK itself, before any telemetry library's own cost.
-			name += "/observed"
-			opts = append(opts, producer.Observe(nopObserver{}))
+		if bc.obs != nil {
+			opts = append(opts, producer.Observe(bc.obs))
 		}
 		if bc.noCb {
 			// No callbacks: no hop to the callback goroutine, so the
