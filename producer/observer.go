@@ -95,9 +95,10 @@ type Observer interface {
 // StartReader is implemented by an Observer that reads Event.Start, such
 // as one that records how long messages take (plugin/kotel): New asks
 // ReadsStart once, and the Producer reads the clock for each observed
-// message only when it returned true. Reading it was 33 of the 84 ns a
-// message that an Observer doing nothing cost (BenchmarkSendAsyncOverhead,
-// medians of 15-round runs, 2026-11-26; PERF.md).
+// message only when it returned true. Reading it was about 30 of the 81
+// ns a message that an Observer doing nothing cost (81 to 51;
+// BenchmarkSendAsyncOverhead, medians of 15-round runs, 2026-11-26;
+// PERF.md).
 type StartReader interface {
 	ReadsStart() bool
 }
