@@ -128,9 +128,6 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 		// An observer that does nothing: what observing costs the SDK
 		// itself, before any telemetry library's own cost.
 		{clusters: 1, tag: "/observed", obs: nopObserver{}},
-		// The same, asking for Event.Start (a StartReader, as
-		// plugin/kotel is): observing plus a clock read a message.
-		{clusters: 1, tag: "/observed-start", obs: startNopObserver{}},
 		{clusters: 1, noCb: true},
 	} {
 		name := fmt.Sprintf("clusters=%d", bc.clusters) + bc.tag
@@ -207,8 +204,7 @@ func BenchmarkSendAsyncOverhead(b *testing.B) {
 		return median(d)
 	}
 	metrics := map[string]float64{
-		"observer-added-cpu-ns/op":       added("clusters=1/observed", "clusters=1"),
-		"observer-start-added-cpu-ns/op": added("clusters=1/observed-start", "clusters=1"),
+		"observer-added-cpu-ns/op": added("clusters=1/observed", "clusters=1"),
 	}
 	for _, sd := range sides {
 		if !strings.HasPrefix(sd.name, "raw-fake") || sd.name == "raw-fake-5-hop" {
@@ -268,11 +264,6 @@ type nopObserver struct{}
 
 func (nopObserver) OnStart(context.Context, *producer.Event) map[string]string { return nil }
 func (nopObserver) OnDone(*producer.Event)                                     {}
-
-// startNopObserver does nothing but ask for Event.Start.
-type startNopObserver struct{ nopObserver }
-
-func (startNopObserver) ReadsStart() bool { return true }
 
 // hopper runs one callback for outcomes reported on other goroutines, on a
 // goroutine of its own, in the order they were pushed: a queue under a

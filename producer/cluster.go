@@ -14,7 +14,6 @@ type cluster struct {
 	name   string
 	url    string   // service URL, for observers
 	obs    Observer // nil when not observed
-	timed  bool     // obs reads Event.Start (StartReader)
 	parts  []*partition
 	budget *budget
 	health *health
@@ -26,11 +25,6 @@ type cluster struct {
 	bulk       []*bulkWriter // writers reserved for SendTxnBulk, per partition; nil until its first use
 	bulkClosed bool
 	bulkNone   bool // the writers take no second producer (access mode)
-
-	// onAck is the one callback every message of the cluster is handed to
-	// pulsar-client-go with, so that a send allocates no closure per
-	// message (see inflightOf).
-	onAck func(pulsar.MessageID, *pulsar.ProducerMessage, error)
 }
 
 // partition is one partition of the topic in a cluster. Its writer (a
@@ -110,8 +104,8 @@ const (
 )
 
 // inflight is one message handed to Send or SendAsync, from the hand-over
-// until its outcome has been reported. pm must stay the first field: see
-// inflightOf.
+// until its outcome has been reported. Inflights are reused (see minSlab),
+// so what is made once per inflight (onAck) costs a message nothing.
 type inflight struct {
 	pm   pulsar.ProducerMessage
 	ctx  context.Context
@@ -124,11 +118,18 @@ type inflight struct {
 	// false for a message that failed before, which holds nothing.
 	accepted bool
 
-	// slabEvent: f is the inflight of an observedInflight, whose Event
-	// follows it (see eventFor). A flag rather than a pointer to the
-	// Event keeps an inflight at 320 bytes, five cache lines (see
-	// minSlab).
-	slabEvent bool
+	// userCB: cb is a SendAsync caller's, so reporting f runs user code
+	// (see dispatcher.inside).
+	userCB bool
+
+	// onAck is the callback f is handed to pulsar-client-go with: made
+	// once with f, it settles f, so a send allocates no closure.
+	onAck func(pulsar.MessageID, *pulsar.ProducerMessage, error)
+
+	// own is the Event of an observed slab's inflight, kept with it and
+	// used for each of its messages; nil for other inflights, whose
+	// messages take an Event from eventPool (see eventFor).
+	own *Event
 
 	// state is the message's number and phase (see pending). The sender
 	// sets it when it numbers the message, the goroutine that
@@ -139,8 +140,6 @@ type inflight struct {
 	id  pulsar.MessageID
 	err error
 	ev  *Event // non-nil when observed
-
-	_ [8]byte // to 320 bytes (see minSlab)
 }
 
 // minFree is the least bound of a partition's free list (see
@@ -159,19 +158,8 @@ var inflightPool sync.Pool
 // holds (thousands under load), so each is out of every cache by the time
 // it is reused: adjacent ones are read and written in runs that the CPU's
 // prefetchers follow, where inflights allocated one by one lay among other
-// objects. End to end on one cluster (e2e/bench BenchmarkAsync), the
-// process CPU per message went from 1.24x plain pulsar-client-go's to
-// 1.14x-1.18x. Growing slabs keep a partition that holds few messages
-// small.
-//
-// An inflight is 320 bytes and an observedInflight 512, whole cache lines
-// (inflightBytes and observedBytes pin them; TestInflightsFillWholeLines).
-// A slab of 32 KiB or more (128 inflights, 64 observed ones) is
-// page-aligned, so each of its inflights starts a line and spans five
-// (eight observed), where at 328 bytes one spanned six
-// or seven; smaller slabs start 8 bytes into a line (the header Go puts in
-// small objects that hold pointers), so a partition's first 112 inflights
-// (48 observed) span six (nine).
+// objects (PERF.md has the end-to-end figures). Growing slabs keep a
+// partition that holds few messages small.
 const (
 	minSlab = 16
 	maxSlab = 256
@@ -182,7 +170,15 @@ func pooledInflight() *inflight {
 	if f, ok := inflightPool.Get().(*inflight); ok {
 		return f
 	}
-	return &inflight{}
+	return newInflight(new(inflight))
+}
+
+// newInflight readies f, a new inflight, for use: it makes f's onAck.
+func newInflight(f *inflight) *inflight {
+	f.onAck = func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+		f.part.c.settle(f, f.state.Load(), id, err)
+	}
+	return f
 }
 
 // clear drops what a reported f holds of its message at once (an idle
@@ -202,14 +198,13 @@ func pooledInflight() *inflight {
 // (producer_partition.go, updateMetaData, v0.21.0).
 //
 // It keeps part, which outlives every message: the partition's own
-// inflights go back to it, and slabEvent, as the Event after a slab's
-// inflight stays its own. The fields most messages leave unset are stored
+// inflights go back to it, and onAck and own, made once with f. The fields most messages leave unset are stored
 // only when set, as each pointer store costs a write barrier while the GC
 // marks (see toPulsar).
 func (f *inflight) clear() {
 	f.pm.Payload, f.pm.Key = nil, ""
 	f.ctx, f.msg, f.cb, f.id = nil, nil, nil, nil
-	f.cost, f.accepted = 0, false
+	f.cost, f.accepted, f.userCB = 0, false, false
 	if f.pm.ReplicationClusters != nil {
 		f.pm.ReplicationClusters = nil
 	}
@@ -222,9 +217,6 @@ func (f *inflight) clear() {
 }
 
 // take is takeLocked for a caller that does not hold mu.
-// It unlocks without defer: takeLocked does not panic, and an observed
-// message ran 20 instructions fewer without it (make bench-ir: 1,342 to
-// 1,322 in keyroute's frames; the deferred call's wrapper was 15).
 func (pt *partition) take() *inflight {
 	pt.mu.Lock()
 	f := pt.takeLocked()
@@ -232,8 +224,7 @@ func (pt *partition) take() *inflight {
 	return f
 }
 
-// takeLocked returns an inflight to reuse: from the free list (and
-// prefetches the one it will return next), refilled first from the
+// takeLocked returns an inflight to reuse: from the free list, refilled first from the
 // reported messages of the ring and of loose (reclaimLocked,
 // pruneLooseLocked) when it is empty, else from inflightPool, else the
 // first of a new slab whose others go to the free list. Called with mu
@@ -254,35 +245,32 @@ func (pt *partition) takeLocked() *inflight {
 	f := pt.free[n-1]
 	pt.free[n-1] = nil
 	pt.free = pt.free[:n-1]
-	if n > 1 {
-		pt.c.prefetch(pt.free[n-2]) // the next one taken
-	}
 	return f
 }
 
 // appendSlab allocates n inflights, adjacent in memory, and appends them
 // to free last first, so that they are taken (from the end) first first.
-// An observed cluster's each come with their Event right after them, so
-// that one prefetch brings both (cluster.prefetch).
+// An observed cluster's each come with their Event (inflight.own) beside
+// them, so that observing takes no Event from eventPool.
 func appendSlab(free []*inflight, n int, observed bool) []*inflight {
 	if observed {
 		slab := make([]observedInflight, n)
 		for i := n - 1; i >= 0; i-- {
-			slab[i].f.slabEvent = true
-			free = append(free, &slab[i].f)
+			f := newInflight(&slab[i].f)
+			f.own = &slab[i].ev
+			free = append(free, f)
 		}
 		return free
 	}
 	slab := make([]inflight, n)
 	for i := n - 1; i >= 0; i-- {
-		free = append(free, &slab[i])
+		free = append(free, newInflight(&slab[i]))
 	}
 	return free
 }
 
-// observedInflight is an inflight of an observed cluster's slab, with its
-// Event. f must stay the first field: eventFor turns a pointer to f into
-// one to its observedInflight (TestObservedSlabsPairInflightAndEvent).
+// observedInflight is an inflight of an observed cluster's slab and its
+// Event, allocated together.
 type observedInflight struct {
 	f  inflight
 	ev Event

@@ -48,9 +48,18 @@ type dispatcher struct {
 
 	onSettling func(*inflight) // test hook: drain found f settling; nil
 
-	goid     uint64      // of the goroutine that runs callbacks; set before run starts
-	inside   atomic.Bool // a callback is running (see onCallbackGoroutine)
-	barriers []*barrier  // Flush barriers not yet passed; owned by run
+	goid uint64 // of the goroutine that runs callbacks; set before run starts
+
+	// inside is set while run reports a batch of outcomes that holds a
+	// SendAsync caller's callback (inflight.userCB), from that message on,
+	// so that only then does a call that could wait for this goroutine
+	// read its own goroutine's id (see onCallbackGoroutine). Outcomes of
+	// Send and of messages without a callback run no user code: reporting
+	// them leaves it unset. calling is run's own copy.
+	inside  atomic.Bool
+	calling bool
+
+	barriers []*barrier // Flush barriers not yet passed; owned by run
 }
 
 // barrier is a Flush's wait on one cluster: it is passed when every
@@ -122,7 +131,6 @@ func (d *dispatcher) run() {
 			stopping = true
 		}
 		var msgs, bytes int64
-		d.inside.Store(true)
 		for _, pt := range d.c.parts {
 			if stopping {
 				d.drain(pt, &msgs, &bytes)
@@ -130,7 +138,10 @@ func (d *dispatcher) run() {
 				d.walk(pt, &msgs, &bytes)
 			}
 		}
-		d.inside.Store(false)
+		if d.calling {
+			d.calling = false
+			d.inside.Store(false)
+		}
 		for _, pt := range d.c.parts {
 			if w := pt.next - 1; w != pt.reported.Load() {
 				pt.reported.Store(w)
@@ -164,9 +175,6 @@ func (d *dispatcher) walk(pt *partition, msgs, bytes *int64) {
 	}
 	r := pt.ring.Load()
 	for f := r.at(pt.next); f.state.Load() == pt.next<<phaseBits|completed; f = r.at(pt.next) {
-		if pt.next < last {
-			d.c.prefetch(r.at(pt.next + 1))
-		}
 		d.report(f, msgs, bytes)
 		if pt.next++; pt.next > last {
 			return
@@ -202,6 +210,10 @@ func (d *dispatcher) drain(pt *partition, msgs, bytes *int64) {
 // report runs f's callback, counts what it held of the budget and clears
 // it.
 func (d *dispatcher) report(f *inflight, msgs, bytes *int64) {
+	if f.userCB && !d.calling {
+		d.calling = true
+		d.inside.Store(true)
+	}
 	if f.accepted {
 		*msgs++
 		*bytes += f.cost
@@ -258,9 +270,11 @@ func (d *dispatcher) close() {
 	d.straggle.Stop()
 }
 
-// onCallbackGoroutine reports whether the calling goroutine is one of ps's
-// callback goroutines, running a callback. Reading the goroutine's id costs
-// about a microsecond, so it is read only while some callback is running.
+// onCallbackGoroutine reports whether the calling goroutine is one of p's
+// callback goroutines, running a callback. Reading the goroutine's id
+// walks its stack, so it is read only while some cluster runs a SendAsync
+// caller's callback (dispatcher.inside): a Producer whose SendAsync calls
+// have no callback, or that only Sends, never reads it.
 func (p *Producer) onCallbackGoroutine() bool {
 	var id uint64
 	for _, c := range p.clusters {
@@ -277,9 +291,16 @@ func (p *Producer) onCallbackGoroutine() bool {
 	return false
 }
 
+// goidHook, when set (by tests, before the Producer starts), runs at each
+// goid.
+var goidHook func()
+
 // goid returns the id of the calling goroutine, from the first line of its
 // stack trace ("goroutine 42 [running]:").
 func goid() uint64 {
+	if goidHook != nil {
+		goidHook()
+	}
 	var buf [32]byte
 	b := buf[:runtime.Stack(buf[:], false)]
 	const prefix = "goroutine "

@@ -137,7 +137,6 @@ package producer
 //	write.go      the writer interface and the pulsar-client-go connector
 //	hook.go       the connector for package producertest's fakes (internal/hook)
 //	cluster.go    a cluster, its partitions, a message in flight (inflight) and its reuse
-//	prefetch*     bringing the next inflight's cache lines near the core (amd64 assembly)
 //	outcome.go    fixing a message's outcome: acks, refusals, Close's sweep, errors
 //	dispatch.go   the callback goroutine: outcomes in hand-over order, Flush barriers
 //	observer.go   Observer, Event and observing a message

@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/keyroute/keyroute/producer/internal/hook"
@@ -51,3 +52,10 @@ func (p *Producer) OnRetryPause(fn func()) { p.retryPaused = fn }
 // OnBeginFailed makes fn run once a transaction's begin that failed is
 // recorded. Set it before the call it watches.
 func (p *Producer) OnBeginFailed(fn func()) { p.beginFailed = fn }
+
+// InCallback is onCallbackGoroutine.
+func (p *Producer) InCallback() bool { return p.onCallbackGoroutine() }
+
+// CountGoidReads makes every later read of a goroutine's id add one to n.
+// Set it before the Producer starts.
+func CountGoidReads(n *atomic.Int64) { goidHook = func() { n.Add(1) } }

@@ -79,7 +79,6 @@ func (p *Producer) monitor(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			return
 		case now := <-tick.C:
-			p.clock.reset(now)
 			for _, c := range p.clusters {
 				p.check(c, now)
 			}

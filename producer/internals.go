@@ -11,7 +11,6 @@ import (
 	"errors"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
@@ -20,16 +19,6 @@ import (
 // was checked against. Moving to another version means reading each point
 // below in the new source again, then changing this.
 const pulsarClientGo = "v0.21.0"
-
-// inflightOf returns the inflight whose pm field pm is. pulsar-client-go
-// hands every callback the *ProducerMessage it was given (v0.21.0: the
-// sendRequest keeps the caller's pointer in its msg field, for validation
-// failures, batches, chunks, timeouts and close alike), and the SDK only
-// ever gives it &f.pm, where pm is the first field of f: so the pointer is
-// also a pointer to f, inside the same allocation.
-func inflightOf(pm *pulsar.ProducerMessage) *inflight {
-	return (*inflight)(unsafe.Pointer(pm))
-}
 
 // sendAlone is the DeliverAt of every transactional message. pulsar-client-go
 // v0.21.0 batches a message only when its DeliverAt has UnixNano() < 0 (the
@@ -48,8 +37,8 @@ var sendAlone = time.Unix(0, 0)
 // and TxnidLeastBits for a transactional first message, reset leaves them;
 // the open apache/pulsar-client-go#1499 clears them), so a writer's plain
 // batch after a transactional one goes out with that transaction's id. A
-// 4.0.8 broker accepted and delivered such batches when tried (e2e/txn,
-// 2026-11-25), so no effect is pinned; the SDK never sends one: a reserved
+// 4.0.8 broker accepted and delivered such batches when tried (e2e/txn),
+// so no effect is pinned; the SDK never sends one: a reserved
 // writer carries only transactional messages, and a partition's own writer
 // never batches one.
 

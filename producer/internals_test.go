@@ -4,7 +4,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
@@ -33,18 +32,6 @@ func TestPulsarClientGoIsTheVersionInternalsWereCheckedAgainst(t *testing.T) {
 		return
 	}
 	t.Fatal("go.mod does not require pulsar-client-go")
-}
-
-// inflightOf relies on pm being the first field of inflight.
-func TestInflightStartsWithItsProducerMessage(t *testing.T) {
-	f := new(inflight)
-	if unsafe.Offsetof(f.pm) != 0 {
-		t.Fatalf("inflight.pm is at offset %d, inflightOf needs 0", unsafe.Offsetof(f.pm))
-	}
-	if got := inflightOf(&f.pm); got != f {
-		t.Fatal("inflightOf(&f.pm) != f")
-	}
-	var _ *pulsar.ProducerMessage = &f.pm
 }
 
 // notSent is the list of errors after which a message certainly never

@@ -28,9 +28,6 @@ func newPairObserver() *pairObserver {
 	return &pairObserver{live: map[string]*producer.Event{}, done: map[string]producer.Event{}}
 }
 
-// ReadsStart makes pairObserver a StartReader: its Events carry Start.
-func (o *pairObserver) ReadsStart() bool { return true }
-
 func (o *pairObserver) OnStart(_ context.Context, ev *producer.Event) map[string]string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -133,8 +130,7 @@ func TestObservedMessagesKeepTheirEvent(t *testing.T) {
 	}
 }
 
-// startObserver records each Event's Start at OnDone. It is no
-// StartReader; readingObserver is one, answering reads.
+// startObserver records each Event's Start at OnDone.
 type startObserver struct {
 	mu     sync.Mutex
 	starts []time.Time
@@ -148,44 +144,20 @@ func (o *startObserver) OnDone(ev *producer.Event) {
 	o.mu.Unlock()
 }
 
-type readingObserver struct {
-	*startObserver
-	reads bool
-}
-
-func (o readingObserver) ReadsStart() bool { return o.reads }
-
-// Event.Start is set only for an Observer that asks for it (StartReader
-// returning true), and then it lies between the call and its outcome.
-func TestStartOnlyForStartReaders(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		obs  func(*startObserver) producer.Observer
-		want bool
-	}{
-		{"plain", func(o *startObserver) producer.Observer { return o }, false},
-		{"reads false", func(o *startObserver) producer.Observer { return readingObserver{o, false} }, false},
-		{"reads true", func(o *startObserver) producer.Observer { return readingObserver{o, true} }, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rec := &startObserver{}
-			p := newProducer(t, newFake(2), 2, producer.Observe(tc.obs(rec)))
-			before := time.Now()
-			for i := range 100 {
-				_, err := p.Send(context.Background(), &producer.Message{Key: fmt.Sprintf("k-%d", i)})
-				require.NoError(t, err)
-			}
-			after := time.Now()
-			rec.mu.Lock()
-			defer rec.mu.Unlock()
-			require.Len(t, rec.starts, 100)
-			for _, s := range rec.starts {
-				if !tc.want {
-					assert.True(t, s.IsZero(), "Start %v", s)
-					continue
-				}
-				assert.False(t, s.Before(before) || s.After(after), "Start %v not within [%v, %v]", s, before, after)
-			}
-		})
+// Event.Start lies between the call and its outcome.
+func TestEventStartIsTheHandOver(t *testing.T) {
+	rec := &startObserver{}
+	p := newProducer(t, newFake(2), 2, producer.Observe(rec))
+	before := time.Now()
+	for i := range 100 {
+		_, err := p.Send(context.Background(), &producer.Message{Key: fmt.Sprintf("k-%d", i)})
+		require.NoError(t, err)
+	}
+	after := time.Now()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Len(t, rec.starts, 100)
+	for _, s := range rec.starts {
+		assert.False(t, s.Before(before) || s.After(after), "Start %v not within [%v, %v]", s, before, after)
 	}
 }

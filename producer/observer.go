@@ -4,9 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // Op is the kind of send.
@@ -45,12 +43,8 @@ type Event struct {
 	Properties map[string]string
 	// Bytes is what the message holds of the memory limit.
 	Bytes int64
-	// Start is when the message was handed over, for an observer that
-	// reads it (see StartReader); zero for any other. It carries a
-	// monotonic reading, so time.Since(ev.Start) is exact; its wall clock
-	// reading may differ from time.Now's by a step of the system clock made
-	// since the health monitor's last tick (every DownAfter/8, at least
-	// 10 ms; see startClock).
+	// Start is when the message was handed over (time.Now, so
+	// time.Since(ev.Start) reads the monotonic clock).
 	Start time.Time
 
 	// Outcome, set before OnDone.
@@ -86,27 +80,9 @@ type Event struct {
 //
 // The Producer reuses an Event once OnDone has returned: an observer may
 // keep ev from OnStart until OnDone, and must copy what it keeps after.
-// An observer that reads Event.Start says so by implementing StartReader.
 type Observer interface {
 	OnStart(ctx context.Context, ev *Event) map[string]string
 	OnDone(ev *Event)
-}
-
-// StartReader is implemented by an Observer that reads Event.Start, such
-// as one that records how long messages take (plugin/kotel): New asks
-// ReadsStart once, and the Producer reads the clock for each observed
-// message only when it returned true. Reading it was about 30 of the 81
-// ns a message that an Observer doing nothing cost (81 to 51;
-// BenchmarkSendAsyncOverhead, medians of 15-round runs, 2026-11-26;
-// PERF.md).
-type StartReader interface {
-	ReadsStart() bool
-}
-
-// readsStart reports whether o asks for Event.Start.
-func readsStart(o Observer) bool {
-	r, ok := o.(StartReader)
-	return ok && r.ReadsStart()
 }
 
 // eventPool recycles the Events of observed messages: an Event goes back
@@ -120,8 +96,7 @@ var eventPool = sync.Pool{New: func() any { return new(Event) }}
 func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition, msg *Message, n int64, ev *Event) map[string]string {
 	// Field by field, the Producer's own strings only when they differ
 	// (see reset): while the GC marks, each pointer stored costs a write
-	// barrier, and copying a whole Event literal took a typed memmove with
-	// barriers over every field, the most costly line of observing.
+	// barrier.
 	ev.Op, ev.Partition, ev.Bytes = op, pt.idx, n
 	storeIfNew(&ev.Topic, p.cfg.topic)
 	storeIfNew(&ev.Cluster, c.name)
@@ -130,40 +105,18 @@ func (p *Producer) observe(ctx context.Context, op Op, c *cluster, pt *partition
 	if msg.Properties != nil {
 		ev.Properties = msg.Properties
 	}
-	if c.timed {
-		ev.Start = p.clock.now()
-	}
+	ev.Start = time.Now()
 	if props := c.obs.OnStart(ctx, ev); props != nil {
 		return props
 	}
 	return msg.Properties
 }
 
-// startClock reads Event.Start. time.Now reads the wall clock and the
-// monotonic clock, two clock reads; now reads the monotonic clock alone and
-// adds what passed since base, a time.Now that the health monitor renews
-// at each tick (reset). On this project's 2-core VM (BenchmarkStartClock)
-// time.Now takes about 47 ns and now about 32 ns; with time.Now, when
-// every Observer got Start, the clock was most of what a do-nothing
-// Observer cost a message (pprof: 52 of 64-88 ns). The monotonic clock is
-// slewed with the wall clock, so the two part only when the wall clock is
-// stepped, and then only until the next reset.
-type startClock struct{ base atomic.Pointer[time.Time] }
-
-// reset makes t, which must carry a monotonic reading (time.Now's, a
-// Ticker's), the base of later readings.
-func (c *startClock) reset(t time.Time) { c.base.Store(&t) }
-
-func (c *startClock) now() time.Time {
-	b := c.base.Load()
-	return b.Add(time.Since(*b))
-}
-
-// eventFor returns the Event of an observed message: the one that follows
-// f in its observed slab, or one from eventPool.
+// eventFor returns the Event of an observed message: f's own (an observed
+// slab's inflight), or one from eventPool.
 func eventFor(f *inflight) *Event {
-	if f.slabEvent {
-		return &(*observedInflight)(unsafe.Pointer(f)).ev
+	if f.own != nil {
+		return f.own
 	}
 	return eventPool.Get().(*Event)
 }
@@ -179,11 +132,8 @@ func (c *cluster) end(ev *Event) {
 // drops what the message left (its key, properties, outcome and Start)
 // and the observer's Token, storing only fields that are set. It keeps
 // Topic, Cluster and ServiceURL, which are Producer's own strings, and the
-// fields observe sets for every message. Clearing the whole Event (a typed
-// memclr with a write barrier over each of its pointers while the GC
-// marks) and filling every field again cost an observed message 10 ns
-// more (BenchmarkSendAsyncOverhead, medians of 15-round runs: 51 and 41 ns
-// over unobserved, 2026-11-26).
+// fields observe sets for every message, so that a message stores only
+// what changed (each pointer store is a write barrier while the GC marks).
 func (ev *Event) reset() {
 	ev.Key = ""
 	if ev.Properties != nil {

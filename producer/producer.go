@@ -51,7 +51,6 @@ type Producer struct {
 	bg tracker
 
 	monStop, monDone chan struct{} // the health monitor goroutine
-	clock            startClock    // Event.Start; renewed by the monitor
 
 	detach func() // from the shared clients (WithClients); nil without
 
@@ -95,7 +94,6 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 	}
 
 	p := &Producer{cfg: c, router: r, idle: make(chan struct{}, 1)}
-	p.clock.reset(time.Now()) // before anything can be observed
 	p.closing, p.stopAll = context.WithCancel(context.Background())
 	p.done = p.closing.Done()
 	p.clusters = make([]*cluster, len(topo.Clusters))
@@ -106,7 +104,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		share := cl.Weight / weightSum
 		maxMsgs := int64(max(1, math.Round(float64(c.maxPending)*share)))
 		maxBytes := int64(max(1, math.Round(float64(c.memoryLimit)*share)))
-		p.clusters[i] = &cluster{name: cl.Name, url: cl.ServiceURL, obs: c.observer, timed: readsStart(c.observer),
+		p.clusters[i] = &cluster{name: cl.Name, url: cl.ServiceURL, obs: c.observer,
 			budget: newBudget(maxMsgs, maxBytes), health: newHealth(time.Now())}
 		wc := writerConfig{
 			topic:            c.topic,
@@ -169,7 +167,6 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		if c.transactions {
 			cl.pool = &txnPool{size: c.txnPrebegin}
 		}
-		cl.onAck = cl.ack
 		p.log().Info("keyroute: cluster connected", "cluster", cl.name, "topic", c.topic, "partitions", len(cl.parts))
 	}
 	p.monStop, p.monDone = make(chan struct{}), make(chan struct{})

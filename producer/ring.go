@@ -73,8 +73,7 @@ func (pt *partition) growLocked(seq uint64) *ring {
 // ring to the free list, oldest first, up to its room; the others go to
 // inflightPool. It runs when the free list is empty and before the ring
 // would grow, so messages leave the ring in runs rather than one at each
-// send (make bench-ir, with the track this replaced: 163 instructions a
-// message to take, track and trim one at a time, 123 in runs). A slot
+// send. A slot
 // keeps its pointer until the ring comes round to it again: the inflight
 // was cleared when it was reported. Called with mu held.
 func (pt *partition) reclaimLocked() {

@@ -83,6 +83,7 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback) (
 				f = pt.takeLocked()
 			}
 			f.ctx, f.msg, f.cb, f.cost, f.accepted = ctx, msg, cb, n, true
+			f.userCB = op == OpSendAsync && cb != nil
 			storeIfNew(&f.part, pt) // unchanged for a partition's own (see clear)
 			storeIfNew(&f.ev, ev)
 			toPulsar(&f.pm, msg, props)
@@ -94,7 +95,7 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback) (
 			pt.handed.Add(1)
 			// f may be reported and reused once the writer has it: it is
 			// not touched again.
-			pt.w.SendAsync(ctx, &f.pm, c.onAck)
+			pt.w.SendAsync(ctx, &f.pm, f.onAck)
 			pt.mu.Unlock()
 			return pt, nil
 		}
@@ -106,6 +107,7 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback) (
 		f = pooledInflight()
 	}
 	f.ctx, f.msg, f.cb, f.part, f.cost, f.ev = ctx, msg, cb, pt, n, ev
+	f.userCB = op == OpSendAsync && cb != nil
 	c.refuse(f, err)
 	return pt, err
 }

@@ -91,46 +91,22 @@
 //
 // # Cost
 //
-// Measured on the project's 2-core development machine, one goroutine
-// (go test -bench Observer -cpu 1, medians of 3; CPU per message):
-//
-//	default: global providers, none set               47 ns, 0 allocs
-//	no-op providers                                   37 ns, 0 allocs
-//	metrics, WithTracing(false), WithDurations        61 ns, 0 allocs
-//	metrics only, WithTracing(false)                 477 ns, 0 allocs
-//	metrics + no-op tracer                           484 ns, 0 allocs
-//	metrics + ParentBased(TraceIDRatioBased(0.01))   1.3 us, 5 allocs, 560 B
-//	metrics + every span sampled                     4.3 us, 12 allocs, 2.5 KB
-//
 // Kotel's own share is small: attribute sets, counters and histograms are
 // built once per (topic, cluster, partition, operation), a message costs
 // atomic adds, a message whose span does not record allocates nothing of
 // kotel's, and no span is started when there is no tracer to record or
 // propagate one. The rest is the SDKs': the metric SDK's Record of the
-// duration with its eight attributes is about 400 ns (about 25 ns per
-// attribute, re-checked on every call since v1.45), reading the clock
-// 35-60 ns (machines differ); a span the sampler drops still costs its
-// Start, its context and the properties' copy with a traceparent (about
-// 700 ns), and a sampled span about as much CPU as the client spends on
-// the message, plus ~2 KB.
-//
-// End to end (SendAsync on one local cluster, e2e/telemetry, every
-// mode once per round in rotating order, 12 rounds; medians of throughput
-// and client CPU against no observer in the same round, 2026-11-25): a
-// no-op Observer 0.89x (+6% CPU), which is the producer's own cost of
-// observing for kotel (an Event, a clock read, two calls; the producer
-// reads the clock only for an Observer that asks, producer.StartReader,
-// as kotel's does); metrics with
-// WithTracing(false) and WithDurations 0.91x (+9%); metrics through the
-// SDK's histogram 0.76x (+35%). Rounds swing by ±20% on this machine: the
-// run before gave +9%, +12% and +23%. An earlier run gave 0.49x with 1% of
-// traces sampled and 0.36x with every message traced.
+// duration with its eight attributes is the largest part of metrics, and a
+// span, even one the sampler drops, costs its Start, its context and the
+// properties' copy with a traceparent; a sampled span costs about as much
+// CPU as the client spends on the message. PERF.md has the figures
+// (bench_test.go here and e2e/telemetry measure them).
 //
 // Recommended: WithTracing(false) on hot topics that need no traces, with
 // WithDurations where its trade is acceptable; otherwise
 // ParentBased(TraceIDRatioBased(r)) sampling, which keeps the cost of every
-// unsampled message at the figure above and adds the sampled spans' in
-// proportion to r. See bench_test.go here and e2e/telemetry.
+// unsampled message that of metrics alone and adds the sampled spans' in
+// proportion to r.
 //
 // # Consumer
 //

@@ -38,10 +38,7 @@ type Observer struct {
 	dests cache
 }
 
-var _ interface {
-	producer.Observer
-	producer.StartReader
-} = (*Observer)(nil)
+var _ producer.Observer = (*Observer)(nil)
 
 // New returns an Observer recording with the providers and propagator the
 // options name (the global ones by default). It fails only when the
@@ -128,10 +125,6 @@ func (o *Observer) OnStart(ctx context.Context, ev *producer.Event) map[string]s
 	}
 	return props
 }
-
-// ReadsStart returns true: OnDone records the time since Event.Start (see
-// producer.StartReader).
-func (o *Observer) ReadsStart() bool { return true }
 
 // OnDone ends the message's span and records its metrics: the span gets
 // messaging.message.id on success, an Error status and error.type on

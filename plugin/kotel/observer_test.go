@@ -187,9 +187,7 @@ func TestConcurrent(t *testing.T) {
 }
 
 // Through a Producer, the durations kotel records are times since the
-// message was handed over: the Producer sets Event.Start only for an
-// Observer that asks (producer.StartReader), and without it each would be
-// the time since year 1.
+// message was handed over (Event.Start), not since year 1.
 func TestDurationsThroughProducer(t *testing.T) {
 	r := newRig(t)
 	fake := producertest.New(producertest.Partitions(1))

@@ -127,8 +127,3 @@ type nopObserver struct{}
 
 func (nopObserver) OnStart(context.Context, *producer.Event) map[string]string { return nil }
 func (nopObserver) OnDone(*producer.Event)                                     {}
-
-// ReadsStart asks for Event.Start, as kotel's Observer does, so that
-// the producer's own cost of observing is the same under both and kotel
-// minus nop is kotel's own.
-func (nopObserver) ReadsStart() bool { return true }

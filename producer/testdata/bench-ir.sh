@@ -39,8 +39,7 @@ lo=100000
 hi=300000
 
 # pattern SIDE: the -test.bench pattern of SIDE's rounds alone, each level
-# anchored, so that clusters=1/observed does not also run
-# clusters=1/observed-start.
+# anchored, so that a side does not also run the sides its name prefixes.
 pattern() {
 	local p=^BenchmarkSendAsyncOverhead$ part
 	local -a parts
