@@ -36,15 +36,12 @@
 // # Slots: ranking once per slot, not once per key
 //
 // Ranking N members costs one 64x64->128-bit multiply each, plus a select
-// chain whose winner is random: about 7 ns for 5 clusters and 20 ns for 16
-// on the development machine, which put the whole Hash, Cluster and
-// Partition path at 16-22 ns for 16-36 byte keys. So the ranking is done
-// once per slot instead: a key's slot is the top 16 bits of its hash, New
-// ranks the members for each of the 65536 slots (1.6 ms for 5 equal
-// members, 6 ms with unequal weights), and Cluster is one lookup in a 64 KiB
-// table. The path is now xxhash plus about 1 ns (5.4 / 6.3 / 9.7 ns for 16 /
-// 24 / 36 byte keys, against 4.7 / 5.7 / 8.7 ns for xxhash alone), whatever
-// the number of members and whether or not weights differ.
+// chain whose winner is random, several times the cost of hashing the key
+// for a handful of clusters. So the ranking is done once per slot instead:
+// a key's slot is the top 16 bits of its hash, New ranks the members for
+// each of the 65536 slots (a few milliseconds), and Cluster is one lookup
+// in a 64 KiB table. The path is then xxhash plus a lookup, whatever the
+// number of members and whether or not weights differ (BenchmarkRoute).
 //
 // Every property above still holds exactly, slot by slot, since each slot's
 // owner is a rendezvous choice. What slots cost is precision of shares: a
@@ -68,9 +65,8 @@
 // multiple of the cluster count shows no skew. Like Pulsar's own hash routing, it is
 // not consistent across a change of partition count: growing a topic from n
 // to n+1 partitions keeps about half of the keys in place. Jump hash would
-// keep n/(n+1), but costs more than the rest of the path together (about
-// 24 ns at n = 10 here), and Pulsar gives no ordering promise across a
-// partition change anyway.
+// keep n/(n+1), but costs more than the rest of the path together, and
+// Pulsar gives no ordering promise across a partition change anyway.
 //
 // # Messages without a key
 //

@@ -75,9 +75,8 @@ type Router struct {
 // MaxMembers. The order of members does not affect which member a key is
 // placed on; it only fixes the indexes that Cluster returns.
 //
-// New computes the owner of every slot (NumSlots rendezvous rankings, about
-// 1.6 ms for 5 equal members on the development machine, 6 ms with unequal
-// weights); everything after that is a table lookup.
+// New computes the owner of every slot (NumSlots rendezvous rankings, a
+// few milliseconds; BenchmarkNew); everything after that is a table lookup.
 //
 // New returns ErrNoMembers for an empty slice, ErrTooManyMembers for more
 // than MaxMembers, and otherwise a *MemberError wrapping ErrEmptyName,
