@@ -5,23 +5,26 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/keyroute/keyroute"
 )
 
 var (
-	// ErrClosed is returned when a message is handed to a closed (or
-	// closing) Producer, and for messages still pending when Close could
-	// not deliver them.
-	ErrClosed = errors.New("producer: closed")
+	// ErrClosed (keyroute.ErrClosed) is returned when a message is handed
+	// to a closed (or closing) Producer, and for messages still pending
+	// when Close could not deliver them.
+	ErrClosed = keyroute.ErrClosed
 
 	// ErrNoTopic is returned by New when no Topic option was given.
 	ErrNoTopic = errors.New("producer: no topic")
 
-	// ErrBadOption is returned by New when an option has a value it cannot
-	// use; the error names the option.
-	ErrBadOption = errors.New("producer: bad option")
+	// ErrBadOption (keyroute.ErrBadOption) is returned by New when an
+	// option has a value it cannot use; the error names the option.
+	ErrBadOption = keyroute.ErrBadOption
 
-	// ErrBadTopology is returned by New when the topology does not validate.
-	ErrBadTopology = errors.New("producer: bad topology")
+	// ErrBadTopology (keyroute.ErrBadTopology) is returned by New when the
+	// topology does not validate.
+	ErrBadTopology = keyroute.ErrBadTopology
 
 	// ErrConnect is returned by New when a cluster could not be reached or
 	// its producers could not be created; the *ClusterError names the cluster.
