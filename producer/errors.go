@@ -12,78 +12,100 @@ import (
 var (
 	// ErrClosed (keyroute.ErrClosed) is returned when a message is handed
 	// to a closed (or closing) Producer, and for messages still pending
-	// when Close could not deliver them.
+	// when Close could not deliver them. A refused message was not
+	// written: send it through another Producer; a pending one's outcome
+	// is unknown (NotWritten is false), so a resend may duplicate it.
 	ErrClosed = keyroute.ErrClosed
 
-	// ErrNoTopic is returned by New when no Topic option was given.
+	// ErrNoTopic is returned by New when no Topic option was given: pass
+	// Topic.
 	ErrNoTopic = errors.New("producer: no topic")
 
 	// ErrBadOption (keyroute.ErrBadOption) is returned by New when an
-	// option has a value it cannot use; the error names the option.
+	// option has a value it cannot use; the error names the option. Fix
+	// the configuration: a retry fails the same way.
 	ErrBadOption = keyroute.ErrBadOption
 
 	// ErrBadTopology (keyroute.ErrBadTopology) is returned by New when the
-	// topology does not validate.
+	// topology does not validate; the error names the cluster and field.
+	// Fix the topology file.
 	ErrBadTopology = keyroute.ErrBadTopology
 
 	// ErrConnect is returned by New when a cluster could not be reached or
-	// its producers could not be created; the *ClusterError names the cluster.
+	// its producers could not be created; the *ClusterError names the
+	// cluster. Check that cluster's URL, credentials and topic, or retry
+	// New once it answers.
 	ErrConnect = errors.New("producer: cannot connect")
 
 	// ErrSendTimeout is returned when the broker did not acknowledge a
-	// message within the send timeout.
+	// message within the send timeout. The outcome is unknown: the message
+	// may have been written, so a resend may duplicate it (a dedup Name
+	// lets the broker drop the duplicate).
 	ErrSendTimeout = errors.New("producer: send timeout")
 
 	// ErrMessageTooLarge is returned when a message is larger than the
-	// broker's maximum message size.
+	// broker's maximum message size. It was not written; a resend fails the
+	// same way: make it smaller, or turn on Chunking.
 	ErrMessageTooLarge = errors.New("producer: message too large")
 	// ErrEncryption is a SendError's Err for a message that could not be
-	// encrypted (see the Encryption option): it was not written.
+	// encrypted (see the Encryption option): it was not written. Check the
+	// key reader; a resend fails the same way until it can read the key.
 	ErrEncryption = errors.New("producer: message could not be encrypted")
 
 	// ErrClusterDown is returned for a message routed to a cluster that is
-	// down (see OnClusterDown), when the policy fails it.
+	// down (see OnClusterDown), when the policy fails it. It was not
+	// written: retry after a pause (Health says when the cluster is up),
+	// or choose WaitUp or Spill.
 	ErrClusterDown = errors.New("producer: cluster down")
 
 	// ErrBufferFull is returned when a message's cluster has used up its
 	// share of MaxPendingMessages or MemoryLimit and BlockWhenFull is off.
+	// It was not written: slow down and retry, or let sends wait
+	// (BlockWhenFull, the default).
 	ErrBufferFull = errors.New("producer: buffer full")
 
-	// ErrNilMessage is returned when a nil *Message is handed over.
+	// ErrNilMessage is returned when a nil *Message is handed over: a bug
+	// in the caller.
 	ErrNilMessage = errors.New("producer: nil message")
 
 	// ErrNilProducer is returned by every method called on a nil
-	// *Producer (SendAsync calls its callback with it).
+	// *Producer (SendAsync calls its callback with it): a bug in the
+	// caller, which must use the Producer New returned.
 	ErrNilProducer = errors.New("producer: nil *Producer")
 
 	// ErrBadMessage is returned for a message whose fields contradict each
-	// other (NullValue with a non-empty Value); the error says which.
+	// other (NullValue with a non-empty Value); the error says which. Fix
+	// the message: a resend fails the same way.
 	ErrBadMessage = errors.New("producer: bad message")
 
 	// ErrInCallback is returned by Send, Flush and Close, and by a
 	// SendAsync or transaction send that would wait for buffer space, when
 	// called from a Callback or an Observer's OnDone: they wait for
 	// callbacks to run, and the callback goroutine is busy running the
-	// caller, so they would wait for ever.
+	// caller, so they would wait for ever. Move the call out of the
+	// callback (hand the work to another goroutine).
 	ErrInCallback = errors.New("producer: called from a callback, where waiting would deadlock")
 
 	// ErrTxnDisabled is returned by BeginTxn, RunInTxn and SendTxnBulk when
-	// the Producer was made without Transactions(true).
+	// the Producer was made without Transactions(true): pass it to New.
 	ErrTxnDisabled = errors.New("producer: transactions not enabled (use Transactions(true))")
 
 	// ErrTxnTooLarge is returned by (*Txn).Send when the message would take
 	// the transaction past TxnMaxMessages or TxnMaxBytes. The message is not
-	// staged; the transaction stays usable.
+	// staged; the transaction stays usable: commit it and send the rest in
+	// the next, or use SendTxnBulk.
 	ErrTxnTooLarge = errors.New("producer: transaction too large")
 
 	// ErrTxnCrossCluster is returned (inside a *CrossClusterError) by
 	// (*Txn).Send when a transaction confined by TxnSingleCluster gets a key
-	// that routes to another cluster.
+	// that routes to another cluster. Send that key in a transaction of its
+	// own cluster.
 	ErrTxnCrossCluster = errors.New("producer: key routes outside the transaction's cluster")
 
 	// ErrTxnAborted is returned (inside a *TxnAbortError) when a commit
 	// failed before any cluster committed: no cluster committed, and every
-	// Pulsar transaction it began was ended.
+	// Pulsar transaction it began was ended. Nothing was written: run the
+	// transaction again.
 	ErrTxnAborted = errors.New("producer: transaction aborted")
 
 	// ErrTxnOutcomeUnknown is returned (in PartialCommitError.Errs, or for
@@ -94,11 +116,13 @@ var (
 	// pulsar-client-go retries such calls for as long as the cluster is
 	// unreachable, so the outcome is decided later: a commit may still
 	// happen (the coordinator completes a commit it logged), otherwise the
-	// broker aborts the transaction at its timeout.
+	// broker aborts the transaction at its timeout. Do not rerun blindly:
+	// read back, or wait for the transaction timeout and check.
 	ErrTxnOutcomeUnknown = errors.New("producer: transaction outcome unknown")
 
 	// ErrTxnDone is returned when a transaction is used after Commit or
-	// Abort: Send after either, Commit twice, Abort after Commit began.
+	// Abort: Send after either, Commit twice, Abort after Commit began. A
+	// bug in the caller: begin a new transaction.
 	ErrTxnDone = errors.New("producer: transaction already committed or aborted")
 )
 
