@@ -128,6 +128,19 @@ func TestReadmeTopologyExampleLoads(t *testing.T) {
 	require.GreaterOrEqual(t, len(topo.Clusters), 2, "README.md's topology example should show several clusters")
 }
 
+// README.md states the Go version that the SDK module's go directive
+// requires.
+func TestReadmeGoVersionIsGoMods(t *testing.T) {
+	mod, err := os.ReadFile("go.mod")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^go (\d+)\.(\d+)`).FindSubmatch(mod)
+	require.NotNil(t, m, "go.mod has no go directive")
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	want := fmt.Sprintf("Go %s.%s or later", m[1], m[2])
+	require.Contains(t, string(readme), want, "README.md should say the Go version go.mod requires")
+}
+
 // Every relative link in README.md names a file or directory of the
 // repository.
 func TestReadmeLinksResolve(t *testing.T) {
