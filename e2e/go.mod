@@ -1,6 +1,8 @@
 module github.com/keyroute/keyroute/e2e
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	github.com/apache/pulsar-client-go v0.21.0
@@ -79,7 +81,7 @@ require (
 )
 
 require (
-	github.com/keyroute/keyroute v0.0.0-00010101000000-000000000000
+	github.com/keyroute/keyroute v0.1.0
 	github.com/keyroute/keyroute/internal v0.0.0-00010101000000-000000000000
 	github.com/keyroute/keyroute/plugin/kotel v0.0.0-00010101000000-000000000000
 	github.com/keyroute/keyroute/plugin/kzap v0.0.0-00010101000000-000000000000

@@ -1,6 +1,8 @@
 module github.com/keyroute/keyroute/examples
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
@@ -83,7 +85,7 @@ require (
 )
 
 require (
-	github.com/keyroute/keyroute v0.0.0-00010101000000-000000000000
+	github.com/keyroute/keyroute v0.1.0
 	github.com/keyroute/keyroute/internal v0.0.0-00010101000000-000000000000
 	github.com/keyroute/keyroute/plugin/kotel v0.0.0-00010101000000-000000000000
 	github.com/keyroute/keyroute/plugin/kzap v0.0.0-00010101000000-000000000000

@@ -1,6 +1,8 @@
 module github.com/keyroute/keyroute/internal
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	github.com/apache/pulsar-client-go v0.21.0

@@ -1,6 +1,8 @@
 module github.com/keyroute/keyroute/plugin/kzap
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	github.com/apache/pulsar-client-go v0.21.0 // indirect
@@ -65,6 +67,6 @@ require (
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
 
-require github.com/keyroute/keyroute v0.0.0-00010101000000-000000000000
+require github.com/keyroute/keyroute v0.1.0
 
 replace github.com/keyroute/keyroute => ../..
