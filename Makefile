@@ -29,9 +29,7 @@ check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet work
 	$(GO) vet -tags e2e work
-	# producer's prefetch is amd64 assembly; the other builds use Go
-	$(GO) vet -tags purego ./producer/
-	GOARCH=arm64 $(GO) vet ./producer/
+	bash .ci/cross
 	bash .ci/modules
 	python3 router/testdata/check_vectors.py
 
