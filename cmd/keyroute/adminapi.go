@@ -76,12 +76,17 @@ func (a *adminAPI) fail(op string, err error) error {
 
 // statusErr is an ErrStatus failure with the broker's reason, if any.
 func (a *adminAPI) statusErr(op string, status int, body []byte) error {
-	reason := strings.TrimSpace(string(body))
+	reason := strings.Join(strings.Fields(string(body)), " ") // one line
 	var r struct {
-		Reason string `json:"reason"`
+		Reason  string `json:"reason"`
+		Message string `json:"message"` // the servlet's own errors (e.g. 401)
 	}
-	if json.Unmarshal(body, &r) == nil && r.Reason != "" {
-		reason = r.Reason
+	if json.Unmarshal(body, &r) == nil {
+		if r.Reason != "" {
+			reason = r.Reason
+		} else if r.Message != "" {
+			reason = r.Message
+		}
 	}
 	if len(reason) > 300 {
 		reason = reason[:300] + "..."

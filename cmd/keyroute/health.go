@@ -157,7 +157,10 @@ func printHealth(w io.Writer, t topicName, res []clusterHealth) {
 func serviceProbe(ctx context.Context, cl topology.Cluster, topic string) (int, error) {
 	timeout := 30 * time.Second
 	if d, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(d), time.Millisecond)
+		// A little under the deadline, so that pulsar-client-go's own
+		// error (an authentication failure, say) comes back before ctx
+		// ends.
+		timeout = max(time.Until(d)*9/10, time.Millisecond)
 	}
 	client, err := keyroute.Open(cl, false, 0, nil, func(_ string, o *pulsar.ClientOptions) {
 		o.OperationTimeout = timeout
@@ -180,6 +183,6 @@ func serviceProbe(ctx context.Context, cl topology.Cluster, topic string) (int, 
 	case a := <-done:
 		return a.n, a.err
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, fmt.Errorf("no answer within -timeout: %w", ctx.Err())
 	}
 }

@@ -43,7 +43,10 @@ func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	f.calls++
 	if f.token != "" && r.Header.Get("Authorization") != "Bearer "+f.token {
-		http.Error(w, `{"reason":"Authentication required"}`, http.StatusUnauthorized)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		// As the broker's servlet answers: a multi-line JSON body.
+		fmt.Fprint(w, "{\n\"servlet\":\"x\",\n\"message\":\"Authentication required\",\n\"status\":\"401\"\n}")
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/admin/v2/persistent/")
