@@ -2,10 +2,13 @@ package admin
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/keyroute/keyroute/topology"
 )
 
 // fakeAdmin serves the partitions and internal stats endpoints for
@@ -186,4 +191,60 @@ func TestEntriesAdded(t *testing.T) {
 
 	_, err = EntriesAdded(ctx, url, "a/b")
 	assert.ErrorIs(t, err, ErrBadTopic)
+}
+
+// TestClientUsesTheClusterCredentials calls an HTTPS admin API that
+// requires a token, as a secured cluster's does: the Plain client is
+// refused, the client of the topology entry (its CA and token) is not.
+func TestClientUsesTheClusterCredentials(t *testing.T) {
+	f := &fakeAdmin{topics: map[string]int{}, entries: map[string]int64{}}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer the-token" {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"reason":"Authentication required"}`)
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+	cl := topology.Cluster{Name: "secure-east", ServiceURL: "pulsar+ssl://127.0.0.1:6651", AdminURL: srv.URL, Weight: 1,
+		Auth: topology.Auth{Token: "the-token"}, TLS: topology.TLS{CAFile: ca}}
+	ctx := context.Background()
+
+	// Without the CA the certificate is not trusted; without the token
+	// the call is refused.
+	require.Error(t, CreatePartitionedTopic(ctx, srv.URL, "orders", 2))
+	noToken := cl
+	noToken.Auth = topology.Auth{}
+	c, err := New(noToken)
+	require.NoError(t, err)
+	_, err = c.CreatePartitionedTopic(ctx, "orders", 2)
+	var aerr *Error
+	require.ErrorAs(t, err, &aerr)
+	assert.Equal(t, http.StatusUnauthorized, aerr.Status)
+	assert.Equal(t, "secure-east", aerr.Cluster)
+	assert.Contains(t, err.Error(), "cluster secure-east ("+srv.URL+")")
+	c.Close()
+
+	c, err = New(cl)
+	require.NoError(t, err)
+	defer c.Close()
+	created, err := c.CreatePartitionedTopic(ctx, "orders", 2)
+	require.NoError(t, err)
+	assert.True(t, created)
+	created, err = c.CreatePartitionedTopic(ctx, "orders", 2)
+	require.NoError(t, err)
+	assert.False(t, created, "it was there before")
+	f.entries["/admin/v2/persistent/public/default/orders-partition-0"] = 3
+	f.entries["/admin/v2/persistent/public/default/orders-partition-1"] = 4
+	n, err := c.EntriesAdded(ctx, "orders")
+	require.NoError(t, err)
+	assert.Equal(t, int64(7), n)
+	require.NoError(t, c.DeleteTopic(ctx, "orders"))
+	assert.Empty(t, f.topics)
+
+	_, err = New(topology.Cluster{Name: "no-admin"})
+	require.ErrorIs(t, err, topology.ErrNoAdminURL)
 }
