@@ -127,11 +127,11 @@ func newFlags(e *env, c *common, name, usage string, json bool) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: keyroute %s -topology FILE [flags] %s\n\n", name, usage)
+		fmt.Fprintf(e.stderr, "usage: %s\n\n", strings.TrimSpace("keyroute "+name+" -topology FILE [flags] "+usage))
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.topology, "topology", "", "topology YAML `file` (required); KEYROUTE_CLUSTER_<NAME>_* variables override it as in the SDK")
-	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "bound of each cluster's calls (connect, lookups, admin requests)")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "bound of each cluster's calls: connecting, lookups, admin requests, each send and acknowledgement")
 	if json {
 		fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
 	}

@@ -3,63 +3,38 @@
 package keyroutecmd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/keyroute/keyroute/e2e/internal/program"
 )
 
-// outcome is one run of the command.
-type outcome struct {
-	code           int
-	stdout, stderr string
-}
+type outcome = program.Outcome
 
 // keyroute runs the command with args, extra environment variables and
 // stdin, bounded by ctx.
 func keyroute(ctx context.Context, env []string, stdin string, args ...string) outcome {
-	GinkgoWriter.Printf("$ %s keyroute %s\n", strings.Join(env, " "), strings.Join(args, " "))
-	t0 := time.Now()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Dir = tmpDir
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else {
-		Expect(err).NotTo(HaveOccurred())
-	}
-	GinkgoWriter.Printf("exit %d after %s\n--- stdout\n%s--- stderr\n%s\n", code,
-		time.Since(t0).Round(time.Millisecond), stdout.String(), stderr.String())
-	return outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	return program.Run{Bin: binary, Dir: tmpDir, Env: env, Stdin: stdin}.Exec(ctx, args...)
 }
 
 // jsonOf decodes the command's JSON output into v.
 func jsonOf[T any](out outcome) T {
 	var v T
-	Expect(json.Unmarshal([]byte(out.stdout), &v)).To(Succeed(), "JSON output:\n%s", out.stdout)
+	Expect(json.Unmarshal([]byte(out.Stdout), &v)).To(Succeed(), "JSON output:\n%s", out.Stdout)
 	return v
 }
 
 // jsonLines decodes one JSON object per line.
 func jsonLines[T any](out outcome) []T {
 	var all []T
-	for _, line := range strings.Split(strings.TrimSpace(out.stdout), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(out.Stdout), "\n") {
 		var v T
 		Expect(json.Unmarshal([]byte(line), &v)).To(Succeed(), "JSON line %q", line)
 		all = append(all, v)
@@ -134,14 +109,14 @@ func lifecycle(ctx context.Context, b bedUnderTest) {
 
 	By("topics create: 2 partitions on the first cluster, 3 on the second")
 	out := keyroute(ctx, nil, "", args("topics create", "-partitions", "2,"+second+"=3", "-json", topic)...)
-	Expect(out.code).To(Equal(0))
-	Expect(out.stdout).To(MatchJSON(fmt.Sprintf(`[{"cluster":%q,"partitions":2,"result":"created"},{"cluster":%q,"partitions":3,"result":"created"}]`, first, second)))
+	Expect(out.Code).To(Equal(0))
+	Expect(out.Stdout).To(MatchJSON(fmt.Sprintf(`[{"cluster":%q,"partitions":2,"result":"created"},{"cluster":%q,"partitions":3,"result":"created"}]`, first, second)))
 	out = keyroute(ctx, nil, "", args("topics create", "-partitions", "2,"+second+"=3", topic)...)
-	Expect(out.code).To(Equal(0))
-	Expect(out.stdout).To(MatchRegexp(`(?m)^` + second + `\s+3\s+exists$`))
+	Expect(out.Code).To(Equal(0))
+	Expect(out.Stdout).To(MatchRegexp(`(?m)^` + second + `\s+3\s+exists$`))
 	out = keyroute(ctx, nil, "", args("topics create", "-partitions", "4", topic)...)
-	Expect(out.code).To(Equal(1), "another partition count")
-	Expect(out.stderr).To(ContainSubstring("cluster " + first + ": create topic: topic exists with a different partition count"))
+	Expect(out.Code).To(Equal(1), "another partition count")
+	Expect(out.Stderr).To(ContainSubstring("cluster " + first + ": create topic: topic exists with a different partition count"))
 
 	By("topics describe")
 	d := jsonOf[[]described](keyroute(ctx, nil, "", args("topics describe", "-json", topic)...))
@@ -168,8 +143,8 @@ func lifecycle(ctx context.Context, b bedUnderTest) {
 
 	By("consume once to create the subscription on every cluster (nothing to read yet)")
 	out = keyroute(ctx, nil, "", args("consume", "-topic", topic, "-subscription", "look", "-position", "earliest", "-wait", "1s")...)
-	Expect(out.code).To(Equal(0))
-	Expect(out.stderr).To(ContainSubstring("0 message(s) received"))
+	Expect(out.Code).To(Equal(0))
+	Expect(out.Stderr).To(ContainSubstring("0 message(s) received"))
 
 	By("produce: each message goes where placement said")
 	var lines strings.Builder
@@ -177,7 +152,7 @@ func lifecycle(ctx context.Context, b bedUnderTest) {
 		fmt.Fprintf(&lines, "%s=value of %s\n", k, k)
 	}
 	out = keyroute(ctx, nil, lines.String(), args("produce", "-topic", topic, "-key-separator", "=", "-property", "origin=e2e", "-json")...)
-	Expect(out.code).To(Equal(0))
+	Expect(out.Code).To(Equal(0))
 	s := jsonLines[sent](out)
 	Expect(s).To(HaveLen(keys))
 	for _, m := range s {
@@ -196,7 +171,7 @@ func lifecycle(ctx context.Context, b bedUnderTest) {
 
 	By("consume: every message, with its key, value and properties, from where it was placed")
 	out = keyroute(ctx, nil, "", args("consume", "-topic", topic, "-subscription", "look", "-n", strconv.Itoa(keys), "-json")...)
-	Expect(out.code).To(Equal(0))
+	Expect(out.Code).To(Equal(0))
 	got := jsonLines[received](out)
 	Expect(got).To(HaveLen(keys))
 	seen := map[string]bool{}
@@ -208,18 +183,18 @@ func lifecycle(ctx context.Context, b bedUnderTest) {
 	}
 	Expect(seen).To(HaveLen(keys))
 	out = keyroute(ctx, nil, "", args("consume", "-topic", topic, "-subscription", "look", "-wait", "1s")...)
-	Expect(out.code).To(Equal(0))
-	Expect(out.stdout).To(BeEmpty(), "all were acknowledged")
+	Expect(out.Code).To(Equal(0))
+	Expect(out.Stdout).To(BeEmpty(), "all were acknowledged")
 
 	By("topics delete, then describe finds it on no cluster")
 	out = keyroute(ctx, nil, "", args("topics delete", "-force", topic)...)
-	Expect(out.code).To(Equal(0))
-	Expect(out.stdout).To(MatchRegexp(`(?m)^` + first + `\s+deleted$`))
-	Expect(out.stdout).To(MatchRegexp(`(?m)^` + second + `\s+deleted$`))
+	Expect(out.Code).To(Equal(0))
+	Expect(out.Stdout).To(MatchRegexp(`(?m)^` + first + `\s+deleted$`))
+	Expect(out.Stdout).To(MatchRegexp(`(?m)^` + second + `\s+deleted$`))
 	out = keyroute(ctx, nil, "", args("topics describe", topic)...)
-	Expect(out.code).To(Equal(1))
+	Expect(out.Code).To(Equal(1))
 	for _, n := range b.names {
-		Expect(out.stderr).To(ContainSubstring("cluster " + n + ": describe: topic not found"))
+		Expect(out.Stderr).To(ContainSubstring("cluster " + n + ": describe: topic not found"))
 	}
 }
 
@@ -236,28 +211,28 @@ var _ = Describe("the keyroute command", func() {
 		topic := "cmd-down-" + runID
 		bad := []string{"KEYROUTE_CLUSTER_" + strings.ToUpper(strings.ReplaceAll(plain.names[1], "-", "_")) + "_ADMIN_URL=http://127.0.0.1:1"}
 		out := keyroute(ctx, bad, "", "topics", "create", "-topology", plain.topology, "-partitions", "1", topic)
-		Expect(out.code).To(Equal(1))
-		Expect(out.stdout).To(MatchRegexp(`(?m)^` + plain.names[0] + `\s+1\s+created$`))
-		Expect(out.stdout).To(MatchRegexp(`(?m)^` + plain.names[1] + `\s+1\s+failed$`))
-		Expect(out.stderr).To(ContainSubstring("keyroute: cluster " + plain.names[1] + ": create topic:"))
-		Expect(out.stderr).To(ContainSubstring("connection refused"))
+		Expect(out.Code).To(Equal(1))
+		Expect(out.Stdout).To(MatchRegexp(`(?m)^` + plain.names[0] + `\s+1\s+created$`))
+		Expect(out.Stdout).To(MatchRegexp(`(?m)^` + plain.names[1] + `\s+1\s+failed$`))
+		Expect(out.Stderr).To(ContainSubstring("keyroute: cluster " + plain.names[1] + ": create topic:"))
+		Expect(out.Stderr).To(ContainSubstring("connection refused"))
 		out = keyroute(ctx, nil, "", "topics", "delete", "-topology", plain.topology, topic)
-		Expect(out.code).To(Equal(1), "the second cluster never got it")
-		Expect(out.stdout).To(MatchRegexp(`(?m)^` + plain.names[0] + `\s+deleted$`))
-		Expect(out.stdout).To(MatchRegexp(`(?m)^` + plain.names[1] + `\s+not found$`))
+		Expect(out.Code).To(Equal(1), "the second cluster never got it")
+		Expect(out.Stdout).To(MatchRegexp(`(?m)^` + plain.names[0] + `\s+deleted$`))
+		Expect(out.Stdout).To(MatchRegexp(`(?m)^` + plain.names[1] + `\s+not found$`))
 	}, SpecTimeout(2*time.Minute))
 
 	It("names the secure cluster whose token is wrong, on the admin and the service URL", func(ctx SpecContext) {
 		topic := "cmd-token-" + runID
 		out := keyroute(ctx, nil, "", "topics", "create", "-topology", secure.topology, "-partitions", "2", topic)
-		Expect(out.code).To(Equal(0))
+		Expect(out.Code).To(Equal(0))
 		victim := secure.names[1]
 		bad := []string{"KEYROUTE_CLUSTER_" + strings.ToUpper(strings.ReplaceAll(victim, "-", "_")) + "_TOKEN=not-a-token"}
 
 		out = keyroute(ctx, bad, "", "topics", "describe", "-topology", secure.topology, topic)
-		Expect(out.code).To(Equal(1))
-		Expect(out.stderr).To(ContainSubstring("keyroute: cluster " + victim + ": get partitions: unexpected admin API status: HTTP 401"))
-		Expect(out.stdout).To(MatchRegexp(`(?m)^`+secure.names[0]+`\s+2\s+0\s+0\s`), "the other cluster still described")
+		Expect(out.Code).To(Equal(1))
+		Expect(out.Stderr).To(ContainSubstring("keyroute: cluster " + victim + ": get partitions: unexpected admin API status: HTTP 401"))
+		Expect(out.Stdout).To(MatchRegexp(`(?m)^`+secure.names[0]+`\s+2\s+0\s+0\s`), "the other cluster still described")
 
 		h := jsonOf[[]health](keyroute(ctx, bad, "", "health", "-topology", secure.topology, "-timeout", "10s", "-json", topic))
 		Expect(h).To(HaveLen(2))
@@ -267,6 +242,6 @@ var _ = Describe("the keyroute command", func() {
 		Expect(h[1].Admin).To(ContainSubstring("HTTP 401"))
 
 		out = keyroute(ctx, nil, "", "topics", "delete", "-topology", secure.topology, topic)
-		Expect(out.code).To(Equal(0))
+		Expect(out.Code).To(Equal(0))
 	}, SpecTimeout(2*time.Minute))
 })

@@ -3,16 +3,14 @@
 package keyroutecmd
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
+	"github.com/keyroute/keyroute/e2e/internal/program"
 	"github.com/keyroute/keyroute/internal/testbed"
 )
 
@@ -34,17 +32,7 @@ var (
 
 var _ = BeforeSuite(func() {
 	tmpDir = GinkgoT().TempDir()
-	binary = filepath.Join(tmpDir, "keyroute")
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	Expect(err).NotTo(HaveOccurred())
-	t0 := time.Now()
-	build := exec.Command("go", "build", "-o", binary, "./cmd/keyroute")
-	build.Dir = root
-	build.Env = os.Environ()
-	out, err := build.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "go build ./cmd/keyroute:\n%s", out)
-	GinkgoWriter.Printf("built %s in %s\n", binary, time.Since(t0).Round(time.Millisecond))
-
+	binary = program.Build("./cmd/keyroute", tmpDir)
 	plain = startBed(testbed.Options{Clusters: 2, NamePrefix: "plain-"}, "plain.yaml")
 	secure = startBed(testbed.Options{Clusters: 2, NamePrefix: "secure-", Secure: true}, "secure.yaml")
 })

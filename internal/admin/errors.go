@@ -12,7 +12,8 @@ var (
 	// ErrPartitionMismatch is returned by CreatePartitionedTopic when the
 	// topic already exists with a different partition count.
 	ErrPartitionMismatch = errors.New("admin: topic exists with a different partition count")
-	// ErrNotFound is returned when the topic does not exist.
+	// ErrNotFound is returned when the topic does not exist (the broker
+	// answered 404).
 	ErrNotFound = errors.New("admin: topic not found")
 	// ErrStatus is returned when the admin API answers with an unexpected
 	// HTTP status.

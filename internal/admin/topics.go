@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -126,12 +127,19 @@ func (c *Client) CreatePartitionedTopic(ctx context.Context, topic string, parti
 }
 
 // partitionCount returns the partition count of an existing topic; 0 means
-// a non-partitioned topic.
+// a non-partitioned topic, or (from brokers that answer so) none at all.
+// A broker that answers 404 (Pulsar 4.0 does for a topic that does not
+// exist) gives an *Error wrapping ErrNotFound.
 func (c *Client) partitionCount(ctx context.Context, t topicName) (int, error) {
+	const op = "get partitioned topic metadata"
 	var meta struct {
 		Partitions int `json:"partitions"`
 	}
-	if err := c.getJSON(ctx, "get partitioned topic metadata", t, "/partitions", &meta); err != nil {
+	if err := c.getJSON(ctx, op, t, "/partitions", &meta); err != nil {
+		var aerr *Error
+		if errors.As(err, &aerr) && aerr.Status == http.StatusNotFound {
+			aerr.Err = fmt.Errorf("%w: %w", ErrNotFound, aerr.Err)
+		}
 		return 0, err
 	}
 	return meta.Partitions, nil
@@ -151,6 +159,30 @@ func (c *Client) getJSON(ctx context.Context, op string, t topicName, suffix str
 		return c.errorf(op, t.String(), status, err)
 	}
 	return nil
+}
+
+// TopicExists reports whether topic exists, partitioned or not, without
+// creating it. ctx bounds the whole call. Errors are *Error.
+func (c *Client) TopicExists(ctx context.Context, topic string) (bool, error) {
+	const op = "get topic stats"
+	t, err := parseTopic(topic)
+	if err != nil {
+		return false, c.errorf(op, topic, 0, err)
+	}
+	n, err := c.partitionCount(ctx, t)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil || n > 0 {
+		return n > 0, err
+	}
+	var stats json.RawMessage
+	err = c.getJSON(ctx, op, t, "/stats", &stats)
+	var aerr *Error
+	if errors.As(err, &aerr) && aerr.Status == http.StatusNotFound {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // DeleteTopic deletes topic on the cluster whose admin API is at adminURL,

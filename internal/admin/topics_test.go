@@ -26,6 +26,10 @@ type fakeAdmin struct {
 	mu      sync.Mutex
 	topics  map[string]int   // path without /partitions -> partition count
 	entries map[string]int64 // path without /internalStats -> entries added
+	plain   map[string]bool  // non-partitioned topics, by path (stats only)
+	// missing404 answers the partitions of a topic that does not exist
+	// with 404, as Pulsar 4.0 does, instead of 0 partitions.
+	missing404 bool
 }
 
 func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -36,6 +40,14 @@ func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	base, partitioned := path, false
 	if len(path) > len(suffix) && path[len(path)-len(suffix):] == suffix {
 		base, partitioned = path[:len(path)-len(suffix)], true
+	}
+	if base, ok := strings.CutSuffix(path, "/stats"); ok && r.Method == http.MethodGet {
+		if !f.plain[base] {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		io.WriteString(w, `{"msgInCounter":0}`)
+		return
 	}
 	if stats, ok := strings.CutSuffix(path, "/internalStats"); ok && r.Method == http.MethodGet {
 		n, ok := f.entries[stats]
@@ -67,6 +79,9 @@ func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.topics[base] = p
 		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodGet && partitioned && !exists && !f.plain[base] && f.missing404:
+		w.WriteHeader(http.StatusNotFound) // as Pulsar 4.0 answers
+		io.WriteString(w, `{"reason":"Topic not found"}`)
 	case r.Method == http.MethodGet && partitioned:
 		io.WriteString(w, `{"partitions":`+strconv.Itoa(n)+`}`)
 	case r.Method == http.MethodDelete:
@@ -197,7 +212,7 @@ func TestEntriesAdded(t *testing.T) {
 // requires a token, as a secured cluster's does: the Plain client is
 // refused, the client of the topology entry (its CA and token) is not.
 func TestClientUsesTheClusterCredentials(t *testing.T) {
-	f := &fakeAdmin{topics: map[string]int{}, entries: map[string]int64{}}
+	f := &fakeAdmin{topics: map[string]int{}, entries: map[string]int64{}, plain: map[string]bool{}, missing404: true}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer the-token" {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -242,8 +257,22 @@ func TestClientUsesTheClusterCredentials(t *testing.T) {
 	n, err := c.EntriesAdded(ctx, "orders")
 	require.NoError(t, err)
 	assert.Equal(t, int64(7), n)
+	ok, err := c.TopicExists(ctx, "orders")
+	require.NoError(t, err)
+	assert.True(t, ok)
 	require.NoError(t, c.DeleteTopic(ctx, "orders"))
 	assert.Empty(t, f.topics)
+	ok, err = c.TopicExists(ctx, "orders")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	err = c.DeleteTopic(ctx, "orders")
+	require.ErrorIs(t, err, ErrNotFound, "a 404 on the partitions is the topic missing")
+	_, err = c.EntriesAdded(ctx, "orders")
+	require.ErrorIs(t, err, ErrNotFound)
+	f.plain["/admin/v2/persistent/public/default/single"] = true
+	ok, err = c.TopicExists(ctx, "single")
+	require.NoError(t, err)
+	assert.True(t, ok, "a non-partitioned topic")
 
 	_, err = New(topology.Cluster{Name: "no-admin"})
 	require.ErrorIs(t, err, topology.ErrNoAdminURL)
