@@ -3,13 +3,11 @@
 package loadgen
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -20,7 +18,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/keyroute/keyroute/e2e/internal/program"
+	"github.com/keyroute/keyroute/internal/admin"
 	"github.com/keyroute/keyroute/internal/testbed"
+	"github.com/keyroute/keyroute/topology"
 )
 
 // result is the part of loadgen's -json output the suite checks.
@@ -150,33 +151,8 @@ type runOutcome struct {
 
 // runLoadgen runs the binary with args, bounded by ctx.
 func runLoadgen(ctx context.Context, args ...string) runOutcome {
-	GinkgoWriter.Printf("$ loadgen %s\n", strings.Join(args, " "))
-	t0 := time.Now()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Dir = tmpDir
-	cmd.WaitDelay = 30 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else {
-		Expect(err).NotTo(HaveOccurred())
-	}
-	GinkgoWriter.Printf("exit %d after %s\n--- stdout\n%s--- stderr (tail)\n%s\n", code,
-		time.Since(t0).Round(time.Millisecond), stdout.String(), tail(stderr.String(), 25))
-	return runOutcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	out := program.Run{Bin: binary, Dir: tmpDir, StderrLines: 25}.Exec(ctx, args...)
+	return runOutcome{code: out.Code, stdout: out.Stdout, stderr: out.Stderr}
 }
 
 var accountingLine = regexp.MustCompile(`accounting: sent ([0-9,]+) = acked ([0-9,]+) \+ failed ([0-9,]+): OK`)
@@ -444,6 +420,73 @@ var _ = Describe("loadgen", Ordered, func() {
 			}
 			Expect(r.Compare.ThroughputRatio).To(BeNumerically(">", 0))
 			Expect(r.Settings.Clusters).To(Equal([]string{"local-1"}), "only the first cluster")
+		}, SpecTimeout(5*time.Minute))
+	})
+
+	Context("against a topology file of TLS + token clusters", Ordered, func() {
+		var (
+			topoPath string
+			topo     *topology.Topology
+		)
+
+		BeforeAll(func(ctx SpecContext) {
+			bed, err := testbed.Start(ctx, testbed.Options{Clusters: 2, NamePrefix: "secure-", Secure: true, Log: GinkgoWriter})
+			// Never skip: a test bed that cannot start is a failure.
+			Expect(err).NotTo(HaveOccurred(), "the test bed must start two secure clusters")
+			DeferCleanup(func() { Expect(bed.Stop()).To(Succeed()) })
+			topoPath = filepath.Join(tmpDir, "secure.yaml")
+			Expect(bed.WriteTopology(topoPath)).To(Succeed())
+			topo = bed.Topology()
+		}, NodeTimeout(10*time.Minute))
+
+		// exists reports whether topic is on cluster c, through its admin
+		// API with its credentials.
+		exists := func(ctx context.Context, c topology.Cluster, topic string) bool {
+			a, err := admin.New(c)
+			Expect(err).NotTo(HaveOccurred())
+			defer a.Close()
+			ok, err := a.TopicExists(ctx, topic)
+			Expect(err).NotTo(HaveOccurred(), c.Name)
+			return ok
+		}
+
+		It("creates its topic through each cluster's TLS and token, produces and consumes, and -cleanup deletes it", func(ctx SpecContext) {
+			topic := "persistent://public/default/loadgen-secure-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			jsonPath := filepath.Join(tmpDir, "secure.json")
+			out := runLoadgen(ctx, "-topology", topoPath, "-topic", topic, "-partitions", "2", "-cleanup",
+				"-subscriptions", "1", "-rate", "500", "-duration", "3s", "-warmup", "1s", "-json", jsonPath)
+			Expect(out.code).To(Equal(0))
+			expectAccounted(out.stdout)
+			r := readResult(jsonPath)
+			Expect(r.Accounting.Consumed).NotTo(BeNil())
+			Expect(r.Accounting.Consumed.Complete).To(BeTrue())
+			for _, c := range r.Clusters {
+				Expect(c.Messages).To(BeNumerically(">", 0), c.Cluster)
+			}
+			Expect(out.stderr).To(ContainSubstring("loadgen: -cleanup: deleted 2 topic(s) loadgen created"))
+			for _, c := range topo.Clusters {
+				Expect(exists(ctx, c, topic)).To(BeFalse(), "%s: -cleanup deleted %s", c.Name, topic)
+			}
+		}, SpecTimeout(5*time.Minute))
+
+		It("-cleanup leaves a topic that was there before the run", func(ctx SpecContext) {
+			topic := "persistent://public/default/loadgen-kept-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			for _, c := range topo.Clusters {
+				a, err := admin.New(c)
+				Expect(err).NotTo(HaveOccurred())
+				created, err := a.CreatePartitionedTopic(ctx, topic, 2)
+				a.Close()
+				Expect(err).NotTo(HaveOccurred(), c.Name)
+				Expect(created).To(BeTrue(), c.Name)
+			}
+			out := runLoadgen(ctx, "-topology", topoPath, "-topic", topic, "-partitions", "2", "-cleanup",
+				"-rate", "500", "-duration", "2s", "-warmup", "0s")
+			Expect(out.code).To(Equal(0))
+			expectAccounted(out.stdout)
+			Expect(out.stderr).To(ContainSubstring("loadgen: -cleanup: deleted 0 topic(s) loadgen created"))
+			for _, c := range topo.Clusters {
+				Expect(exists(ctx, c, topic)).To(BeTrue(), "%s: %s was there before: kept", c.Name, topic)
+			}
 		}, SpecTimeout(5*time.Minute))
 	})
 })

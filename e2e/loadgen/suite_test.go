@@ -3,14 +3,12 @@
 package loadgen
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/keyroute/keyroute/e2e/internal/program"
 )
 
 func TestLoadgen(t *testing.T) {
@@ -27,14 +25,5 @@ var (
 
 var _ = BeforeSuite(func() {
 	tmpDir = GinkgoT().TempDir()
-	binary = filepath.Join(tmpDir, "loadgen")
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	Expect(err).NotTo(HaveOccurred())
-	t0 := time.Now()
-	cmd := exec.Command("go", "build", "-o", binary, "./examples/loadgen")
-	cmd.Dir = root
-	cmd.Env = os.Environ()
-	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "go build ./examples/loadgen:\n%s", out)
-	GinkgoWriter.Printf("built %s in %s\n", binary, time.Since(t0).Round(time.Millisecond))
+	binary = program.Build("./examples/loadgen", tmpDir)
 })

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,9 +61,30 @@ func (c *clusters) close(log io.Writer) {
 	}
 }
 
+// created is the topics loadgen created, per cluster, for -cleanup. It is
+// safe for concurrent use.
+type created struct {
+	mu   sync.Mutex
+	list []createdTopic
+}
+
+// createdTopic is one topic created on one cluster.
+type createdTopic struct {
+	cluster topology.Cluster
+	topic   string
+}
+
+func (c *created) add(cl topology.Cluster, topic string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.list = append(c.list, createdTopic{cl, topic})
+}
+
 // createTopic creates the partitioned topic on every cluster of topo, in
-// parallel, through each cluster's admin URL.
-func createTopic(ctx context.Context, topo *topology.Topology, topic string, partitions int) error {
+// parallel, through each cluster's admin URL with the cluster's TLS
+// settings and token. Where the topic was not there before it is recorded
+// in made.
+func createTopic(ctx context.Context, topo *topology.Topology, topic string, partitions int, made *created) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	errs := make([]error, len(topo.Clusters))
@@ -75,11 +97,50 @@ func createTopic(ctx context.Context, topo *topology.Topology, topic string, par
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := admin.CreatePartitionedTopic(ctx, c.AdminURL, topic, partitions); err != nil {
-				errs[i] = fmt.Errorf("cluster %s: %w", c.Name, err)
-			}
+			errs[i] = adminCall(c, func(a *admin.Client) error {
+				fresh, err := a.CreatePartitionedTopic(ctx, topic, partitions)
+				if fresh {
+					made.add(c, topic)
+				}
+				return err
+			})
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// adminCall runs fn with the admin API of cl (its credentials) and names
+// the cluster in the error.
+func adminCall(cl topology.Cluster, fn func(a *admin.Client) error) error {
+	a, err := admin.New(cl)
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", cl.Name, err)
+	}
+	defer a.Close()
+	if err := fn(a); err != nil {
+		return fmt.Errorf("cluster %s: %w", cl.Name, err)
+	}
+	return nil
+}
+
+// deleteCreated deletes, for -cleanup, every topic in made from the
+// cluster it was created on, in parallel, with force (any producer or
+// consumer left is disconnected). A topic already gone counts as deleted.
+func deleteCreated(ctx context.Context, made *created) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	made.mu.Lock()
+	list := slices.Clone(made.list)
+	made.mu.Unlock()
+	errs := make([]error, len(list))
+	forEach(len(list), 8, func(i int) {
+		errs[i] = adminCall(list[i].cluster, func(a *admin.Client) error {
+			if err := a.DeleteTopic(ctx, list[i].topic); err != nil && !errors.Is(err, admin.ErrNotFound) {
+				return err
+			}
+			return nil
+		})
+	})
+	return len(list), errors.Join(errs...)
 }

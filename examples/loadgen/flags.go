@@ -32,6 +32,7 @@ type config struct {
 	topology   string
 	topic      string
 	partitions int
+	cleanup    bool // delete the topics loadgen created at the end
 
 	rate    float64 // msg/s over all senders; 0 = as fast as possible
 	size    int
@@ -162,7 +163,8 @@ usage: go run ./examples/loadgen [flags]
 	}
 	fs.StringVar(&cfg.topology, "topology", "", "topology YAML `file` of the clusters to load (empty: start five local clusters)")
 	fs.StringVar(&cfg.topic, "topic", "persistent://public/default/loadgen", "topic to produce to on every cluster")
-	fs.IntVar(&cfg.partitions, "partitions", 5, "create the topic with this many partitions on every cluster through its admin URL (0: do not create)")
+	fs.IntVar(&cfg.partitions, "partitions", 5, "create the topic with this many partitions on every cluster through its admin URL, with the cluster's TLS settings and token (0: do not create)")
+	fs.BoolVar(&cfg.cleanup, "cleanup", false, "at the end delete the topics loadgen created (not those that were there before), also after a failed or interrupted run")
 	fs.Float64Var(&cfg.rate, "rate", 0, "total messages per second over all senders (0: as fast as possible)")
 	fs.IntVar(&cfg.size, "size", 128, "message payload `bytes`")
 	fs.IntVar(&cfg.keys, "keys", 10000, "number of distinct message keys")
@@ -277,6 +279,9 @@ func validate(c *config) error {
 	}
 	if c.partitions < 0 || c.partitions > 10000 {
 		add(bad("partitions", "must be between 0 and 10000 (got %d)", c.partitions))
+	}
+	if c.cleanup && c.partitions == 0 {
+		add(bad("cleanup", "has nothing to delete with -partitions 0 (loadgen creates no topic then)"))
 	}
 	if math.IsNaN(c.rate) || math.IsInf(c.rate, 0) || c.rate < 0 {
 		add(bad("rate", "must be a finite number >= 0 (got %v)", c.rate))

@@ -18,6 +18,24 @@
 //	go run ./examples/loadgen -compare-raw         # SDK vs raw pulsar-client-go on one cluster
 //	go run ./examples/loadgen -subscriptions 1 -n 100000 -payload-file lines.txt -histogram-file run.hlog
 //	go run ./examples/loadgen -workload examples/loadgen/workloads/1-topic-5-partitions-1kb-10k.yaml
+//	go run ./examples/loadgen -topology secure.yaml -topic bench -partitions 6 -cleanup
+//
+// # Clusters of a topology
+//
+// With -topology the producers, consumers and admin calls reach each
+// cluster as its topology entry says: the binary protocol with its TLS
+// settings and token, and the admin API (which creates the -partitions
+// topics, or the workload's) through its adminURL with the same CA,
+// client certificate and token (topology.Cluster.AdminClient), so secured
+// clusters need nothing more than their topology file. A cluster without an
+// adminURL needs -partitions 0 and the topic created beforehand (e.g. with
+// the keyroute command's topics create). -cleanup deletes, at the end of
+// the run (also a failed or interrupted one), the topics loadgen created,
+// on the clusters where it created them: a topic that was there before
+// the run stays.
+//
+// See README.md next to this file for an OpenMessaging Benchmark workload
+// walked through, from the workload file to OMB's charts.
 //
 // # OpenMessaging Benchmark workloads
 //

@@ -23,7 +23,7 @@ const (
 )
 
 // run is the whole program; it returns the exit code.
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) (code int) {
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -60,15 +60,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		topo = &topology.Topology{Clusters: topo.Clusters[:1]}
 	}
 	topics := topicNames(cfg)
+	var made created
+	if cfg.cleanup {
+		defer func() { code = cleanup(in.ctx, &made, code, stderr) }()
+	}
 	if cfg.partitions > 0 {
 		fmt.Fprintf(stderr, "loadgen: creating %s with %d partitions on %s\n", topicsText(topics), cfg.partitions, strings.Join(topo.Names(), ", "))
-		if err := createTopics(in.ctx, topo, topics, cfg.partitions); err != nil {
+		if err := createTopics(in.ctx, topo, topics, cfg.partitions, &made); err != nil {
 			printErr(stderr, err)
 			return exitFailure
 		}
 	}
 
-	var code int
 	if cfg.compareRaw {
 		code = runCompare(in.ctx, cfg, topo, cl.local, stdout, stderr)
 	} else {
@@ -77,6 +80,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if code == exitOK && in.interrupted() {
 		code = exitInterrupted
 	}
+	return code
+}
+
+// cleanup deletes the topics the run created (-cleanup), also after a
+// failed or interrupted run, and returns the exit code: a failed deletion
+// turns success into exitFailure.
+func cleanup(ctx context.Context, made *created, code int, stderr io.Writer) int {
+	n, err := deleteCreated(context.WithoutCancel(ctx), made)
+	if err != nil {
+		printErr(stderr, fmt.Errorf("-cleanup: %w", err))
+		if code == exitOK {
+			code = exitFailure
+		}
+		return code
+	}
+	fmt.Fprintf(stderr, "loadgen: -cleanup: deleted %d topic(s) loadgen created\n", n)
 	return code
 }
 

@@ -53,10 +53,10 @@ func forEach(n, limit int, fn func(i int)) {
 }
 
 // createTopics creates every topic on every cluster (createTopic), a few
-// topics at a time.
-func createTopics(ctx context.Context, topo *topology.Topology, topics []string, partitions int) error {
+// topics at a time, recording in made those it created.
+func createTopics(ctx context.Context, topo *topology.Topology, topics []string, partitions int, made *created) error {
 	errs := make([]error, len(topics))
-	forEach(len(topics), 4, func(i int) { errs[i] = createTopic(ctx, topo, topics[i], partitions) })
+	forEach(len(topics), 4, func(i int) { errs[i] = createTopic(ctx, topo, topics[i], partitions, made) })
 	return errors.Join(errs...)
 }
 

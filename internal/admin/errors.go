@@ -12,18 +12,21 @@ var (
 	// ErrPartitionMismatch is returned by CreatePartitionedTopic when the
 	// topic already exists with a different partition count.
 	ErrPartitionMismatch = errors.New("admin: topic exists with a different partition count")
-	// ErrNotFound is returned when the topic does not exist.
+	// ErrNotFound is returned when the topic does not exist (the broker
+	// answered 404).
 	ErrNotFound = errors.New("admin: topic not found")
 	// ErrStatus is returned when the admin API answers with an unexpected
 	// HTTP status.
 	ErrStatus = errors.New("admin: unexpected HTTP status")
 )
 
-// Error reports a failed admin call: which cluster (by admin URL), which
-// topic and what was being done.
+// Error reports a failed admin call: which cluster (by name when the
+// Client has one, and admin URL), which topic and what was being done.
 type Error struct {
 	// Op is the operation, e.g. "create partitioned topic".
 	Op string
+	// Cluster is the cluster's name (New), "" for a Plain client.
+	Cluster string
 	// AdminURL is the cluster's admin URL.
 	AdminURL string
 	// Topic is the full topic name.
@@ -35,10 +38,14 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Status != 0 {
-		return fmt.Sprintf("admin: %s %s at %s: HTTP %d: %v", e.Op, e.Topic, e.AdminURL, e.Status, e.Err)
+	where := e.AdminURL
+	if e.Cluster != "" {
+		where = "cluster " + e.Cluster + " (" + e.AdminURL + ")"
 	}
-	return fmt.Sprintf("admin: %s %s at %s: %v", e.Op, e.Topic, e.AdminURL, e.Err)
+	if e.Status != 0 {
+		return fmt.Sprintf("admin: %s %s at %s: HTTP %d: %v", e.Op, e.Topic, where, e.Status, e.Err)
+	}
+	return fmt.Sprintf("admin: %s %s at %s: %v", e.Op, e.Topic, where, e.Err)
 }
 
 // Unwrap returns the underlying error.

@@ -2,10 +2,13 @@ package admin
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/keyroute/keyroute/topology"
 )
 
 // fakeAdmin serves the partitions and internal stats endpoints for
@@ -21,6 +26,10 @@ type fakeAdmin struct {
 	mu      sync.Mutex
 	topics  map[string]int   // path without /partitions -> partition count
 	entries map[string]int64 // path without /internalStats -> entries added
+	plain   map[string]bool  // non-partitioned topics, by path (stats only)
+	// missing404 answers the partitions of a topic that does not exist
+	// with 404, as Pulsar 4.0 does, instead of 0 partitions.
+	missing404 bool
 }
 
 func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -31,6 +40,14 @@ func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	base, partitioned := path, false
 	if len(path) > len(suffix) && path[len(path)-len(suffix):] == suffix {
 		base, partitioned = path[:len(path)-len(suffix)], true
+	}
+	if base, ok := strings.CutSuffix(path, "/stats"); ok && r.Method == http.MethodGet {
+		if !f.plain[base] {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		io.WriteString(w, `{"msgInCounter":0}`)
+		return
 	}
 	if stats, ok := strings.CutSuffix(path, "/internalStats"); ok && r.Method == http.MethodGet {
 		n, ok := f.entries[stats]
@@ -62,6 +79,9 @@ func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.topics[base] = p
 		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodGet && partitioned && !exists && !f.plain[base] && f.missing404:
+		w.WriteHeader(http.StatusNotFound) // as Pulsar 4.0 answers
+		io.WriteString(w, `{"reason":"Topic not found"}`)
 	case r.Method == http.MethodGet && partitioned:
 		io.WriteString(w, `{"partitions":`+strconv.Itoa(n)+`}`)
 	case r.Method == http.MethodDelete:
@@ -186,4 +206,74 @@ func TestEntriesAdded(t *testing.T) {
 
 	_, err = EntriesAdded(ctx, url, "a/b")
 	assert.ErrorIs(t, err, ErrBadTopic)
+}
+
+// TestClientUsesTheClusterCredentials calls an HTTPS admin API that
+// requires a token, as a secured cluster's does: the Plain client is
+// refused, the client of the topology entry (its CA and token) is not.
+func TestClientUsesTheClusterCredentials(t *testing.T) {
+	f := &fakeAdmin{topics: map[string]int{}, entries: map[string]int64{}, plain: map[string]bool{}, missing404: true}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer the-token" {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"reason":"Authentication required"}`)
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+	cl := topology.Cluster{Name: "secure-east", ServiceURL: "pulsar+ssl://127.0.0.1:6651", AdminURL: srv.URL, Weight: 1,
+		Auth: topology.Auth{Token: "the-token"}, TLS: topology.TLS{CAFile: ca}}
+	ctx := context.Background()
+
+	// Without the CA the certificate is not trusted; without the token
+	// the call is refused.
+	require.Error(t, CreatePartitionedTopic(ctx, srv.URL, "orders", 2))
+	noToken := cl
+	noToken.Auth = topology.Auth{}
+	c, err := New(noToken)
+	require.NoError(t, err)
+	_, err = c.CreatePartitionedTopic(ctx, "orders", 2)
+	var aerr *Error
+	require.ErrorAs(t, err, &aerr)
+	assert.Equal(t, http.StatusUnauthorized, aerr.Status)
+	assert.Equal(t, "secure-east", aerr.Cluster)
+	assert.Contains(t, err.Error(), "cluster secure-east ("+srv.URL+")")
+	c.Close()
+
+	c, err = New(cl)
+	require.NoError(t, err)
+	defer c.Close()
+	created, err := c.CreatePartitionedTopic(ctx, "orders", 2)
+	require.NoError(t, err)
+	assert.True(t, created)
+	created, err = c.CreatePartitionedTopic(ctx, "orders", 2)
+	require.NoError(t, err)
+	assert.False(t, created, "it was there before")
+	f.entries["/admin/v2/persistent/public/default/orders-partition-0"] = 3
+	f.entries["/admin/v2/persistent/public/default/orders-partition-1"] = 4
+	n, err := c.EntriesAdded(ctx, "orders")
+	require.NoError(t, err)
+	assert.Equal(t, int64(7), n)
+	ok, err := c.TopicExists(ctx, "orders")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	require.NoError(t, c.DeleteTopic(ctx, "orders"))
+	assert.Empty(t, f.topics)
+	ok, err = c.TopicExists(ctx, "orders")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	err = c.DeleteTopic(ctx, "orders")
+	require.ErrorIs(t, err, ErrNotFound, "a 404 on the partitions is the topic missing")
+	_, err = c.EntriesAdded(ctx, "orders")
+	require.ErrorIs(t, err, ErrNotFound)
+	f.plain["/admin/v2/persistent/public/default/single"] = true
+	ok, err = c.TopicExists(ctx, "single")
+	require.NoError(t, err)
+	assert.True(t, ok, "a non-partitioned topic")
+
+	_, err = New(topology.Cluster{Name: "no-admin"})
+	require.ErrorIs(t, err, topology.ErrNoAdminURL)
 }
