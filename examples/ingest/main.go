@@ -1,5 +1,5 @@
 // Command ingest is an HTTP service that produces JSON events through
-// keyroute (see internal/ingest for the API): POST /events, GET /healthz.
+// keyroute: POST /events, GET /healthz (README.md here gives the API).
 //
 //	go run ./examples/ingest -addr :8080                  # 5 local clusters
 //	go run ./examples/ingest -topology prod.yaml -topic persistent://public/default/events
@@ -8,7 +8,7 @@
 // Without -topology it starts five local clusters with internal/testbed
 // (and creates the topic with 4 partitions unless -partitions says
 // otherwise). -partitions N > 0 creates the topic with N partitions on every
-// cluster through its adminURL. OTEL_EXPORTER=stdout prints metrics and
+// cluster through its adminURL, with the cluster's TLS files and token. OTEL_EXPORTER=stdout prints metrics and
 // spans (kotel) to stdout; none (the default) exports nothing. -v logs the
 // SDK's and pulsar-client-go's info lines through zap (kzap); warnings and
 // errors are always logged. SIGINT or SIGTERM shut down gracefully: stop
@@ -91,8 +91,14 @@ func run(topoPath, topic, addr string, partitions int, verbose bool) error {
 	}
 	if partitions > 0 {
 		for _, c := range topo.Clusters {
-			if err := admin.CreatePartitionedTopic(ctx, c.AdminURL, topic, partitions); err != nil {
-				return fmt.Errorf("cluster %s: %w", c.Name, err)
+			ac, err := admin.New(c) // the cluster's TLS files and token
+			if err != nil {
+				return err
+			}
+			_, err = ac.CreatePartitionedTopic(ctx, topic, partitions)
+			ac.Close()
+			if err != nil {
+				return err // names the cluster
 			}
 		}
 	}
