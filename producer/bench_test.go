@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -236,28 +235,6 @@ func median(xs []float64) float64 {
 		return (xs[n/2-1] + xs[n/2]) / 2
 	}
 	return xs[len(xs)/2]
-}
-
-// used is what the process has used so far: CPU time (user and system),
-// system time alone, and context switches (voluntary and not).
-type used struct {
-	cpu, sys time.Duration
-	switches int64
-}
-
-// usage reads used. The system time and the switches say how much of a
-// side's CPU went to the kernel (threads sleeping and waking among it)
-// rather than to the code. On this VM raw fake's share was 85-133 ns a
-// message in one hour, and the SDK's 5-cluster figure over it moved by 80 ns
-// from the hour before (PERF.md, 2026-11-26 night).
-func usage() used {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return used{
-		cpu:      time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
-		sys:      time.Duration(ru.Stime.Nano()),
-		switches: int64(ru.Nvcsw + ru.Nivcsw),
-	}
 }
 
 type nopObserver struct{}

@@ -7,9 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/keyroute/keyroute/plugin/kotel"
 	"github.com/keyroute/keyroute/producer"
@@ -114,13 +112,6 @@ func BenchmarkSendAsyncObserved(b *testing.B) {
 		}
 		b.ReportMetric(own[len(own)/2], "default-over-nop-cpu-ns/op")
 	})
-}
-
-// processCPU is the CPU time the process has used, user and system.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 type nopObserver struct{}
