@@ -198,9 +198,9 @@ func newInflight(f *inflight) *inflight {
 // (producer_partition.go, updateMetaData, v0.21.0).
 //
 // It keeps part, which outlives every message: the partition's own
-// inflights go back to it, and onAck and own, made once with f. The fields most messages leave unset are stored
-// only when set, as each pointer store costs a write barrier while the GC
-// marks (see toPulsar).
+// inflights go back to it, and onAck and own, made once with f. The
+// fields most messages leave unset are stored only when set, as each
+// pointer store costs a write barrier while the GC marks (see toPulsar).
 func (f *inflight) clear() {
 	f.pm.Payload, f.pm.Key = nil, ""
 	f.ctx, f.msg, f.cb, f.id = nil, nil, nil, nil
@@ -224,11 +224,11 @@ func (pt *partition) take() *inflight {
 	return f
 }
 
-// takeLocked returns an inflight to reuse: from the free list, refilled first from the
-// reported messages of the ring and of loose (reclaimLocked,
-// pruneLooseLocked) when it is empty, else from inflightPool, else the
-// first of a new slab whose others go to the free list. Called with mu
-// held.
+// takeLocked returns an inflight to reuse: from the free list, refilled
+// first from the reported messages of the ring and of loose
+// (reclaimLocked, pruneLooseLocked) when it is empty, else from
+// inflightPool, else the first of a new slab whose others go to the free
+// list. Called with mu held.
 func (pt *partition) takeLocked() *inflight {
 	if len(pt.free) == 0 {
 		pt.reclaimLocked()
