@@ -263,7 +263,7 @@ func (d *dispatcher) close() {
 // about a microsecond, so it is read only while some callback is running.
 func (p *Producer) onCallbackGoroutine() bool {
 	var id uint64
-	for _, c := range p.clusters {
+	for _, c := range p.all() {
 		if !c.disp.inside.Load() {
 			continue
 		}

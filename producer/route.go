@@ -24,7 +24,7 @@ func (p *Producer) place(key string) (*cluster, *partition, uint64) {
 	} else {
 		h = router.Hash(key)
 	}
-	c := p.clusters[p.router.Cluster(h)]
+	c := p.all()[p.router.Cluster(h)]
 	return c, c.parts[router.Partition(h, len(c.parts))], h
 }
 
@@ -38,14 +38,25 @@ func (p *Producer) pick(ctx context.Context, key string) (*cluster, *partition, 
 		return c, pt, err
 	}
 	if !c.health.down.Load() {
-		return c, pt, nil
+		if pt.idx >= 0 {
+			return c, pt, nil
+		}
+		// c is the stand-in of a cluster that joined since place read it
+		// (see join.go): the cluster is up once it has joined.
+		c = p.all()[p.router.Cluster(h)]
+		return c, c.parts[router.Partition(h, len(c.parts))], nil
 	}
 	alt, err := p.admit(ctx, c, h, key == "")
 	if err != nil {
 		return c, pt, err
 	}
-	if alt != c {
-		pt = alt.parts[router.Partition(h, len(alt.parts))]
+	if alt == c {
+		// It waited for c to come up (WaitUp): c may have joined meanwhile.
+		alt = p.all()[p.router.Cluster(h)]
 	}
-	return alt, pt, nil
+	apt := alt.parts[router.Partition(h, len(alt.parts))]
+	if apt.idx < 0 { // not joined: up only once joined, so never seen here
+		return c, pt, ErrClusterDown
+	}
+	return alt, apt, nil
 }
