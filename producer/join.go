@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/keyroute/keyroute"
 	"github.com/keyroute/keyroute/topology"
 )
 
@@ -233,55 +234,75 @@ func (c *cfg) startBound() time.Duration {
 	return c.downAfter
 }
 
-// awaitStart waits, for New, until the clusters' first attempts decide
-// whether the Producer starts: it returns nil when every cluster joined,
-// or (unless RequireAllClusters) when StartTimeout has passed with at
-// least one joined; an error naming each cluster that answered with an
-// error, once no attempt that may still answer is left to wait for; or,
-// when ctx ends first, an error naming each cluster not joined, matching
-// ctx.Err().
+// awaitStart waits, for New, until the clusters' attempts decide whether
+// the Producer starts: it returns nil when every cluster joined, or
+// (unless RequireAllClusters) when StartTimeout has passed with at least
+// one joined; an error naming each cluster that answered with an error,
+// once StartTimeout has passed or every cluster has joined or answered
+// (at once with RequireAllClusters); or, when ctx ends first, an error
+// naming each cluster that has neither joined nor answered, matching
+// ctx.Err(). A cluster whose shared client is not made yet
+// (keyroute.ErrNotOpen) has not answered: it is tried again.
 func (p *Producer) awaitStart(ctx context.Context) error {
+	const (
+		waiting = iota
+		joinedOK
+		answered // with an error
+	)
 	timer := time.NewTimer(p.cfg.startBound())
 	defer timer.Stop()
-	pending, joined, late := len(p.joins), 0, false
-	var failed []error
-	for pending > 0 && !(late && joined > 0 && !p.cfg.startAll) {
+	state := make([]int, len(p.joins))
+	late := false
+	for {
+		var failed []error
+		joined, decided := 0, 0
+		for i, st := range state {
+			switch st {
+			case joinedOK:
+				joined++
+				decided++
+			case answered:
+				decided++
+				failed = append(failed, p.connectError(i, p.joins[i].lastErr()))
+			}
+		}
+		switch {
+		case len(failed) > 0 && (late || decided == len(state) || p.cfg.startAll):
+			return errors.Join(failed...)
+		case joined == len(state):
+			return nil
+		case late && joined > 0 && !p.cfg.startAll:
+			var names []string
+			for i, st := range state {
+				if st != joinedOK {
+					names = append(names, p.joins[i].cl.Name)
+				}
+			}
+			p.log().Warn("keyroute: started without clusters that did not answer; they join when they do",
+				"clusters", names, "waited", p.cfg.startBound().String())
+			return nil
+		}
 		select {
 		case i := <-p.joinEvents:
-			pending--
-			if err := p.joins[i].lastErr(); err != nil {
-				failed = append(failed, p.connectError(i, err))
-			} else {
-				joined++
+			switch err := p.joins[i].lastErr(); {
+			case p.joins[i].joined.Load():
+				state[i] = joinedOK
+			case errors.Is(err, keyroute.ErrNotOpen):
+			default:
+				state[i] = answered
 			}
 		case <-timer.C:
 			late = true
-			if len(failed) > 0 && !p.cfg.startAll {
-				return errors.Join(failed...)
-			}
 		case <-ctx.Done():
-			for i, js := range p.joins {
-				if !js.joined.Load() && js.trying.Load() {
+			var failed []error
+			for i, st := range state {
+				if st == waiting {
 					failed = append(failed, p.connectError(i, ctx.Err()))
 				}
 			}
 			return errors.Join(failed...)
 		}
 	}
-	if len(failed) > 0 {
-		return errors.Join(failed...)
-	}
-	if pending > 0 {
-		var names []string
-		for _, js := range p.joins {
-			if !js.joined.Load() {
-				names = append(names, js.cl.Name)
-			}
-		}
-		p.log().Warn("keyroute: started without clusters that did not answer; they join when they do",
-			"clusters", names, "waited", p.cfg.startBound().String())
-	}
-	return nil
 }
 
 func (p *Producer) connectError(i int, err error) error {

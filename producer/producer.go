@@ -84,10 +84,12 @@ type Producer struct {
 // opened, as a *ClusterError per failed cluster (ErrConnect).
 //
 // ctx bounds New; when it ends first, New returns an error matching
-// ctx.Err(). pulsar-client-go's own calls take no ctx and are bounded by
-// each cluster's operation timeout: an attempt still in one when New fails
-// goes on in the background for up to that timeout, and then closes what
-// it opened.
+// ctx.Err(). pulsar-client-go's own calls take no ctx: they are bounded by
+// each cluster's operation timeout, and against a cluster that accepts
+// connections but does not answer (a stopped broker), by its keep-alive
+// (ClientOptions.KeepAliveInterval, 30s by default). An attempt still in
+// one when New fails goes on in the background until then, and closes
+// what it opened; Close waits for it.
 func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, error) {
 	c := defaultCfg()
 	for _, o := range opts {
