@@ -106,7 +106,7 @@ var _ = Describe("one of five clusters out before New", Ordered, func() {
 				hr := float64(healthy.acked[c.Name]) / healthy.took.Seconds()
 				dr := float64(degraded.acked[c.Name]) / degraded.took.Seconds()
 				GinkgoWriter.Printf("%s: %.0f msg/s after a healthy start, %.0f after a degraded one: %.3f\n", c.Name, hr, dr, dr/hr)
-				Expect(dr / hr).To(BeNumerically(">=", 0.95), c.Name)
+				Expect(dr/hr).To(BeNumerically(">=", 0.95), c.Name)
 			}
 			Expect(degraded.refused).To(BeNumerically(">", 0), "the fifth's keys fail fast")
 			Expect(degraded.failed).To(BeEmpty(), "nothing fails but the fifth's keys, with ErrClusterDown")
@@ -123,7 +123,7 @@ var _ = Describe("one of five clusters out before New", Ordered, func() {
 			// first monitor tick a DownProbeInterval after it.
 			joinBound := opTimeout + probeEvery + tick + 2*healthyNew + downAfter
 			Eventually(func() bool { h := health(p, victim.Name); return h.Connected && h.Up }).
-				WithTimeout(joinBound).WithPolling(tick / 2).Should(BeTrue(), "the fifth joins by itself")
+				WithTimeout(joinBound).WithPolling(tick/2).Should(BeTrue(), "the fifth joins by itself")
 			// It is up from the moment it joined (Health.Since), which
 			// may come before a restart's own readiness check ends.
 			joinedAt := health(p, victim.Name).Since
