@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/keyroute/keyroute"
 	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
 	"github.com/keyroute/keyroute/internal/testbed"
 	"github.com/keyroute/keyroute/producer"
@@ -97,6 +98,27 @@ var _ = Describe("one of five clusters out before New", Ordered, func() {
 			Expect(p.Partitions()[4]).To(BeZero())
 			degraded := offer(ctx, p)
 
+			// The same through shared clients with transactions, whose
+			// clients look up their coordinator when they are made.
+			t2 := time.Now()
+			cs, err := keyroute.NewClients(topo, keyroute.Transactions(true), keyroute.StartTimeout(startTimeout),
+				keyroute.ConfigureClient(func(_ string, o *pulsar.ClientOptions) { o.KeepAliveInterval = keepAlive }))
+			Expect(err).NotTo(HaveOccurred(), "NewClients starts with four of five clusters")
+			DeferCleanup(func() { _ = cs.Close() })
+			_, err = cs.Client(victim.Name)
+			Expect(err).To(MatchError(keyroute.ErrNotOpen))
+			shared, err := producer.New(ctx, topo, append(opts[:len(opts)-1:len(opts)-1],
+				producer.WithClients(cs), producer.Transactions(true))...)
+			sharedTook := time.Since(t2)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { _ = shared.Close(context.Background()) })
+			Expect(sharedTook).To(BeNumerically("<=", startTimeout+startBound))
+			Expect(health(shared, victim.Name).Connected).To(BeFalse())
+			for _, k := range keysOf(shared, bed.Clusters()[0].Name, 5) {
+				_, err := shared.Send(ctx, &producer.Message{Key: k, Value: []byte(k)})
+				Expect(err).NotTo(HaveOccurred())
+			}
+
 			// A cluster's rate is the messages of its keys acknowledged over
 			// the time the window's messages took to hand over.
 			GinkgoWriter.Printf("window handed over in %s after a healthy start, %s after a degraded one\n",
@@ -128,6 +150,24 @@ var _ = Describe("one of five clusters out before New", Ordered, func() {
 			// may come before a restart's own readiness check ends.
 			joinedAt := health(p, victim.Name).Since
 			Expect(joinedAt.Sub(mended)).To(BeNumerically("<=", joinBound))
+			// The shared clients try a client that is not made every
+			// second; then the producer's next attempt takes it.
+			sharedBound := joinBound + time.Second
+			Eventually(func() bool { h := health(shared, victim.Name); return h.Connected && h.Up }).
+				WithTimeout(sharedBound).WithPolling(tick/2).Should(BeTrue(), "the fifth joins the shared clients' producer")
+			sharedJoined := health(shared, victim.Name).Since
+			Expect(sharedJoined.Sub(mended)).To(BeNumerically("<=", sharedBound))
+			err = shared.RunInTxn(ctx, func(_ context.Context, tx *producer.Txn) error {
+				for _, k := range keysOf(shared, victim.Name, 5) {
+					if err := tx.Send(&producer.Message{Key: k, Value: []byte(k)}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			Expect(err).NotTo(HaveOccurred(), "a transaction on the fifth once it joined")
+			GinkgoWriter.Printf("%s: shared clients with transactions: NewClients and New %s; joined %s after the mend began\n",
+				f.name, sharedTook.Round(time.Millisecond), sharedJoined.Sub(mending).Round(time.Millisecond))
 			Expect(p.Partitions()[4]).To(Equal(3))
 			for _, k := range keysOf(p, victim.Name, 20) {
 				id, err := p.Send(ctx, &producer.Message{Key: k, Value: []byte(k)})
