@@ -259,3 +259,24 @@ func TestBadStartTimeout(t *testing.T) {
 		assert.Contains(t, err.Error(), "StartTimeout")
 	}
 }
+
+// A ctx that ends before StartTimeout ends New, naming the cluster that
+// had not answered, even when the others had joined.
+func TestStartCtxEndsBeforeStartTimeout(t *testing.T) {
+	fake := newFake(1)
+	fake.Cluster("c2").BlackHole(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for fake.Cluster("c1").Writers()+fake.Cluster("c3").Writers() < 2 || fake.Cluster("c2").Waiting() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := producer.New(ctx, topo(3), producer.Topic("t"), fake.Opt(), producer.StartTimeout(time.Hour))
+	require.ErrorIs(t, err, context.Canceled)
+	var ce *producer.ClusterError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "c2", ce.Cluster)
+	assert.NotContains(t, err.Error(), `"c1"`)
+	assert.Zero(t, fake.Cluster("c1").Writers()+fake.Cluster("c3").Writers(), "New closed what it opened")
+}
