@@ -117,8 +117,9 @@ func (p *Producer) startAttempt(i int) {
 // joinAttempt opens cluster i's writers and, when they open, joins it. It
 // tells New (joinEvents) that it ended. ctx is the Producer's closing:
 // pulsar-client-go's calls take none, so an attempt may outlive Close's
-// ctx by up to the cluster's operation timeout (Close waits for it, see
-// tracker), and joins nothing once Close has begun.
+// ctx by up to the cluster's operation timeout, or its keep-alive against
+// a broker that accepts connections but does not answer (Close waits for
+// it, see tracker); it joins nothing once Close has begun.
 func (p *Producer) joinAttempt(i int) {
 	js := p.joins[i]
 	l, err := p.cfg.connect.connect(p.closing, js.cl, js.wc)

@@ -257,7 +257,8 @@ func Encryption(keyReader crypto.KeyReader, keys ...string) Opt {
 // Schema registers a pulsar-client-go schema (pulsar.NewStringSchema,
 // NewJSONSchema, NewAvroSchema, NewProtoSchema, ...) for the topic on
 // every cluster: New fails, naming the cluster, where the topic holds an
-// incompatible schema. Message.Value must then hold the value encoded
+// incompatible schema (a cluster that joins after New stays down instead,
+// Health.Err saying why). Message.Value must then hold the value encoded
 // with it; Typed encodes values for you.
 func Schema(s pulsar.Schema) Opt { return optFunc(func(c *cfg) { c.schema = s }) }
 
