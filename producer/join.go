@@ -241,8 +241,8 @@ func (c *cfg) startBound() time.Duration {
 // one joined; an error naming each cluster that answered with an error,
 // once StartTimeout has passed or every cluster has joined or answered
 // (at once with RequireAllClusters); or, when ctx ends first, an error
-// naming each cluster that has neither joined nor answered, matching
-// ctx.Err(). A cluster whose shared client is not made yet
+// naming each cluster that answered with an error, and each that has
+// neither joined nor answered, matching ctx.Err(). A cluster whose shared client is not made yet
 // (keyroute.ErrNotOpen) has not answered: it is tried again.
 func (p *Producer) awaitStart(ctx context.Context) error {
 	const (
@@ -295,7 +295,6 @@ func (p *Producer) awaitStart(ctx context.Context) error {
 		case <-timer.C:
 			late = true
 		case <-ctx.Done():
-			var failed []error
 			for i, st := range state {
 				if st == waiting {
 					failed = append(failed, p.connectError(i, ctx.Err()))
