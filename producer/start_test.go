@@ -231,7 +231,7 @@ func TestRequireAllClustersKeepsAllOrNothing(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	var ce *producer.ClusterError
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, "c2", ce.Cluster)
+	assert.Contains(t, err.Error(), `"c2"`)
 	assert.Zero(t, fake.Cluster("c1").Writers()+fake.Cluster("c3").Writers(), "New closed what it opened")
 
 	fake.Cluster("c2").BlackHole(false)
@@ -261,7 +261,7 @@ func TestBadStartTimeout(t *testing.T) {
 }
 
 // A ctx that ends before StartTimeout ends New, naming the cluster that
-// had not answered, even when the others had joined.
+// had not answered, even when the others had opened their writers.
 func TestStartCtxEndsBeforeStartTimeout(t *testing.T) {
 	fake := newFake(1)
 	fake.Cluster("c2").BlackHole(true)
@@ -274,9 +274,9 @@ func TestStartCtxEndsBeforeStartTimeout(t *testing.T) {
 	}()
 	_, err := producer.New(ctx, topo(3), producer.Topic("t"), fake.Opt(), producer.StartTimeout(time.Hour))
 	require.ErrorIs(t, err, context.Canceled)
-	var ce *producer.ClusterError
-	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, "c2", ce.Cluster)
-	assert.NotContains(t, err.Error(), `"c1"`)
+	require.ErrorIs(t, err, producer.ErrConnect)
+	// c1 and c3 may be named too: their attempts may not have ended when
+	// New saw ctx end.
+	assert.Contains(t, err.Error(), `"c2"`)
 	assert.Zero(t, fake.Cluster("c1").Writers()+fake.Cluster("c3").Writers(), "New closed what it opened")
 }
