@@ -28,10 +28,10 @@ import (
 // WaitUp) are reported in order on a callback goroutine like any other.
 // Joining builds the real *cluster (its partition count read then, with
 // the same budget and health), swaps it into the Producer's snapshot
-// (live) in place of the stand-in (see retire), stops the stand-in's
-// callback goroutine and marks the cluster up. A key's refusals on the
-// stand-in are reported before any of its later messages on the real
-// cluster.
+// (live) in place of the stand-in, marking the cluster up as it does (see
+// retire), and stops the stand-in's callback goroutine. A key's refusals
+// on the stand-in are reported before any of its later messages on the
+// real cluster.
 
 // errNoAnswer is a cluster's state before its first attempt ended.
 var errNoAnswer = errors.New("no answer yet")
@@ -160,17 +160,6 @@ func (p *Producer) join(i int, l *link) error {
 	p.retire(i, c)
 	js.joined.Store(true)
 	p.joinMu.Unlock()
-
-	h, now := js.health, time.Now()
-	h.mu.Lock()
-	down := h.down.Load()
-	h.down.Store(false)
-	if down {
-		close(h.upCh)
-		h.since = now
-	}
-	h.lastMoved = now
-	h.mu.Unlock()
 	p.log().Info("keyroute: cluster connected", "cluster", c.name, "topic", p.cfg.topic, "partitions", len(c.parts))
 	return nil
 }
@@ -194,6 +183,18 @@ func (p *Producer) retire(i int, c *cluster) {
 		}
 		pt.mu.Unlock() // placed meanwhile: report those first
 	}
+	// Up first, then swapped in: a sender never finds the joined cluster
+	// down in the snapshot, and one that finds the stand-in up waits for
+	// the swap (placeJoined), which comes next with nothing between.
+	h, now := c.health, time.Now()
+	h.mu.Lock()
+	if h.down.Load() { // always: only a join marks a stand-in's cluster up
+		h.down.Store(false)
+		close(h.upCh)
+		h.since = now
+	}
+	h.lastMoved = now
+	h.mu.Unlock()
 	next := slices.Clone(cur)
 	next[i] = c
 	p.live.Store(&next)

@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/keyroute/keyroute/router"
 )
@@ -41,10 +42,9 @@ func (p *Producer) pick(ctx context.Context, key string) (*cluster, *partition, 
 		if pt.idx >= 0 {
 			return c, pt, nil
 		}
-		// c is the stand-in of a cluster that joined since place read it
-		// (see join.go): the cluster is up once it has joined.
-		c = p.all()[p.router.Cluster(h)]
-		return c, c.parts[router.Partition(h, len(c.parts))], nil
+		// c is the stand-in of a cluster that is joining (see join.go).
+		c, pt = p.placeJoined(h)
+		return c, pt, nil
 	}
 	alt, err := p.admit(ctx, c, h, key == "")
 	if err != nil {
@@ -52,11 +52,24 @@ func (p *Producer) pick(ctx context.Context, key string) (*cluster, *partition, 
 	}
 	if alt == c {
 		// It waited for c to come up (WaitUp): c may have joined meanwhile.
-		alt = p.all()[p.router.Cluster(h)]
+		alt, pt = p.placeJoined(h)
+		return alt, pt, nil
 	}
-	apt := alt.parts[router.Partition(h, len(alt.parts))]
-	if apt.idx < 0 { // not joined: up only once joined, so never seen here
-		return c, pt, ErrClusterDown
+	return alt, alt.parts[router.Partition(h, len(alt.parts))], nil
+}
+
+// placeJoined returns the cluster and partition of h from the snapshot.
+// A cluster is marked up just before it replaces its stand-in there (see
+// retire), so a stand-in that is up is one whose cluster is being swapped
+// in: placeJoined waits that instant out. A stand-in is down otherwise,
+// and is returned as it is.
+func (p *Producer) placeJoined(h uint64) (*cluster, *partition) {
+	for {
+		c := p.all()[p.router.Cluster(h)]
+		pt := c.parts[router.Partition(h, len(c.parts))]
+		if pt.idx >= 0 || c.health.down.Load() {
+			return c, pt
+		}
+		runtime.Gosched()
 	}
-	return alt, apt, nil
 }
