@@ -24,4 +24,8 @@ var (
 	// the topology given differs from the one the Clients were made for:
 	// the error names the first cluster that differs.
 	ErrOtherTopology = errors.New("keyroute: the clients were made for another topology")
+	// ErrNotOpen is returned by Client for a cluster whose client
+	// NewClients has not made yet (it gave no answer in time): the error
+	// says why; it is made in the background.
+	ErrNotOpen = errors.New("keyroute: client not open yet")
 )

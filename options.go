@@ -3,6 +3,7 @@ package keyroute
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
@@ -17,11 +18,15 @@ type cfg struct {
 	memoryLimit  int64
 	logger       *slog.Logger
 	configure    func(cluster string, o *pulsar.ClientOptions)
+	startTimeout time.Duration
 }
 
 func (c *cfg) validate() error {
 	if c.memoryLimit < 1 {
 		return fmt.Errorf("%w: MemoryLimit(%d): must be >= 1", ErrBadOption, c.memoryLimit)
+	}
+	if c.startTimeout <= 0 {
+		return fmt.Errorf("%w: StartTimeout(%s): must be > 0", ErrBadOption, c.startTimeout)
 	}
 	return nil
 }
@@ -52,3 +57,8 @@ func Logger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.logger = l }) 
 func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
 	return optFunc(func(c *cfg) { c.configure = fn })
 }
+
+// StartTimeout bounds how long NewClients waits for each cluster's client
+// (default DefaultStartTimeout); it matters only with Transactions(true),
+// where making a client is a round trip to the cluster. See NewClients.
+func StartTimeout(d time.Duration) Opt { return optFunc(func(c *cfg) { c.startTimeout = d }) }

@@ -13,7 +13,7 @@ import (
 func (p *Producer) admit(ctx context.Context, c *cluster, h uint64, keyless bool) (*cluster, error) {
 	if keyless || p.cfg.downPolicy == Spill {
 		if alt := p.router.ClusterExcept(h, p.isDown); alt >= 0 {
-			return p.clusters[alt], nil
+			return p.all()[alt], nil
 		}
 		return nil, ErrClusterDown
 	}
@@ -36,7 +36,7 @@ func (p *Producer) admit(ctx context.Context, c *cluster, h uint64, keyless bool
 	return nil, ErrClusterDown
 }
 
-func (p *Producer) isDown(i int) bool { return p.clusters[i].health.down.Load() }
+func (p *Producer) isDown(i int) bool { return p.all()[i].health.down.Load() }
 
 // budget bounds one cluster's accepted-but-unreported messages and bytes.
 // It is safe for concurrent use. One message may take the budget over its

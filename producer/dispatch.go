@@ -277,7 +277,7 @@ func (d *dispatcher) close() {
 // have no callback, or that only Sends, never reads it.
 func (p *Producer) onCallbackGoroutine() bool {
 	var id uint64
-	for _, c := range p.clusters {
+	for _, c := range p.all() {
 		if !c.disp.inside.Load() {
 			continue
 		}

@@ -93,6 +93,11 @@
 // its writers: they are written when it comes back, or fail at the send
 // timeout.
 //
+// A cluster that does not answer New within StartTimeout starts down the
+// same way, and joins by itself once it answers (see New). So a service
+// can start, and keep its other clusters' keys flowing, while one cluster
+// is out.
+//
 // # Transactions
 //
 // Txn (BeginTxn, RunInTxn, SendTxnBulk) stages messages and writes them at
@@ -133,6 +138,7 @@ package producer
 //	route.go      key -> cluster -> partition, keyless spreading, the down policy's pick
 //	admit.go      the cluster's buffer share (budget) and what a down cluster admits
 //	health.go     cluster health: the monitor, probes, Health
+//	join.go       clusters joining: at New, and later for those that did not answer
 //	send.go       Send, SendAsync and the hand-over to the partition's writer; Flush
 //	write.go      the writer interface and the pulsar-client-go connector
 //	hook.go       the connector for package producertest's fakes (internal/hook)

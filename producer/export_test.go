@@ -14,7 +14,7 @@ func FakeConnect(o Opt) hook.Connect { return o.(hookOpt).fn }
 
 // Held reports the buffer held by each cluster, in topology order.
 func (p *Producer) Held() (msgs, bytes []int64) {
-	for _, c := range p.clusters {
+	for _, c := range p.all() {
 		m, b := c.budget.held()
 		msgs = append(msgs, m)
 		bytes = append(bytes, b)
@@ -25,7 +25,7 @@ func (p *Producer) Held() (msgs, bytes []int64) {
 // AgePool makes the transactions every pool holds look d older, and runs
 // the health monitor's refresh of the pools.
 func (p *Producer) AgePool(d time.Duration) {
-	for _, c := range p.clusters {
+	for _, c := range p.all() {
 		c.pool.mu.Lock()
 		for i := range c.pool.ready {
 			c.pool.ready[i].begun = c.pool.ready[i].begun.Add(-d)
@@ -37,7 +37,7 @@ func (p *Producer) AgePool(d time.Duration) {
 
 // Pooled reports the transactions each cluster's pool holds ready.
 func (p *Producer) Pooled() (n []int) {
-	for _, c := range p.clusters {
+	for _, c := range p.all() {
 		c.pool.mu.Lock()
 		n = append(n, len(c.pool.ready))
 		c.pool.mu.Unlock()

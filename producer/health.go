@@ -51,6 +51,15 @@ type ClusterHealth struct {
 	Since time.Time
 	// PendingMessages and PendingBytes are held against its buffer share.
 	PendingMessages, PendingBytes int64
+	// Connected is false until the cluster's writers have opened: it
+	// started down because it did not answer New in time (StartTimeout),
+	// and is tried again every DownProbeInterval.
+	Connected bool
+	// Err says why a cluster that has not connected is down: a
+	// *ClusterError matching ErrConnect, with its last attempt's error, or
+	// saying that no attempt has ended yet (one that gets no answer lasts
+	// up to the cluster's operation timeout). nil once connected.
+	Err error
 }
 
 // Health returns every cluster's state, in topology order.
@@ -58,13 +67,19 @@ func (p *Producer) Health() []ClusterHealth {
 	if p == nil {
 		return nil
 	}
-	out := make([]ClusterHealth, len(p.clusters))
-	for i, c := range p.clusters {
+	cls := p.all()
+	out := make([]ClusterHealth, len(cls))
+	for i, c := range cls {
 		c.health.mu.Lock()
 		since := c.health.since
 		c.health.mu.Unlock()
 		m, b := c.budget.held()
 		out[i] = ClusterHealth{Name: c.name, Up: !c.health.down.Load(), Since: since, PendingMessages: m, PendingBytes: b}
+		if js := p.joins[i]; js.joined.Load() {
+			out[i].Connected = true
+		} else if err := js.lastErr(); err != nil {
+			out[i].Err = p.connectError(i, err)
+		}
 	}
 	return out
 }
@@ -79,7 +94,11 @@ func (p *Producer) monitor(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			return
 		case now := <-tick.C:
-			for _, c := range p.clusters {
+			for i, c := range p.all() {
+				if !p.joins[i].joined.Load() {
+					p.retryJoin(i, now)
+					continue
+				}
 				p.check(c, now)
 			}
 			p.refreshPools(now)

@@ -99,6 +99,9 @@ type cfg struct {
 	encryption       *pulsar.ProducerEncryptionInfo
 	schema           pulsar.Schema
 	configureWriter  func(cluster string, partition int, o *pulsar.ProducerOptions)
+	startTimeout     time.Duration // valid when startSet; else DownAfter's (see StartTimeout)
+	startSet         bool
+	startAll         bool // RequireAllClusters
 }
 
 func defaultCfg() cfg {
@@ -148,6 +151,8 @@ func (c *cfg) validate() error {
 		return badOption("DownWait", c.downWait, "must be > 0")
 	case c.probeEvery <= 0:
 		return badOption("DownProbeInterval", c.probeEvery, "must be > 0")
+	case c.startSet && c.startTimeout <= 0:
+		return badOption("StartTimeout", c.startTimeout, "must be > 0")
 	case c.level < DefaultLevel || c.level > BetterLevel:
 		return badOption("CompressionLevel", c.level, "unknown level")
 	case c.chunkMax < 0:
@@ -252,7 +257,8 @@ func Encryption(keyReader crypto.KeyReader, keys ...string) Opt {
 // Schema registers a pulsar-client-go schema (pulsar.NewStringSchema,
 // NewJSONSchema, NewAvroSchema, NewProtoSchema, ...) for the topic on
 // every cluster: New fails, naming the cluster, where the topic holds an
-// incompatible schema. Message.Value must then hold the value encoded
+// incompatible schema (a cluster that joins after New stays down instead,
+// Health.Err saying why). Message.Value must then hold the value encoded
 // with it; Typed encodes values for you.
 func Schema(s pulsar.Schema) Opt { return optFunc(func(c *cfg) { c.schema = s }) }
 
@@ -417,6 +423,26 @@ func DownProbeInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.pr
 // DownWait bounds how long a message waits for a down cluster under WaitUp
 // (default 10s).
 func DownWait(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downWait = d }) }
+
+// StartTimeout bounds how long New waits for a cluster to answer (default
+// DownAfter's value). A cluster whose writers are not open by then starts
+// down, as if it had gone down while running: Health says so and why, its
+// keys follow OnClusterDown, and it joins by itself (its writers opened,
+// its partition count read then) once it answers, tried every
+// DownProbeInterval. New returns within StartTimeout whenever at least one
+// cluster answers; until one does, it waits for its ctx. A cluster that
+// answers with an error (a topic missing there, credentials refused, a
+// bad URL) is not down but wrong: New fails naming it. RequireAllClusters
+// turns this off.
+func StartTimeout(d time.Duration) Opt {
+	return optFunc(func(c *cfg) { c.startTimeout, c.startSet = d, true })
+}
+
+// RequireAllClusters makes New wait for every cluster (bounded by its ctx
+// and by pulsar-client-go's operation timeout per call) and fail, naming
+// each cluster it could not open, unless all of them opened (default off:
+// see StartTimeout).
+func RequireAllClusters(on bool) Opt { return optFunc(func(c *cfg) { c.startAll = on }) }
 
 // Observe sets the observer (see the plugin/kotel package for
 // OpenTelemetry). A later Observe replaces an earlier one; nil removes it.

@@ -17,9 +17,17 @@ import (
 // Producer sends messages to the clusters of a topology. It is safe for
 // concurrent use.
 type Producer struct {
-	cfg      cfg
-	router   *router.Router
-	clusters []*cluster // in topology order, as router indexes them
+	cfg    cfg
+	router *router.Router
+
+	// live holds the clusters in topology order, as router indexes them
+	// (see all). A cluster that has not joined is a stand-in there, which
+	// join replaces under joinMu; joinsStopped (set by Close) ends joins.
+	live         atomic.Pointer[[]*cluster]
+	joins        []*joinState // by topology index; fixed by New
+	joinEvents   chan int     // an attempt ended (New waits on it); capacity len(joins)
+	joinMu       sync.Mutex
+	joinsStopped bool
 
 	keyless atomic.Uint64 // keyless messages handed over
 
@@ -61,11 +69,26 @@ type Producer struct {
 	retryPaused, beginFailed func()
 }
 
-// New validates the topology and options, connects to every cluster and
-// opens a writer on every partition of the topic there. ctx bounds the
-// connecting; pulsar-client-go's own calls are bounded by each cluster's
-// operation timeout. If any cluster cannot be opened, New closes the others
-// and returns an error naming each failed cluster (*ClusterError, ErrConnect).
+// New validates the topology and options, connects to the clusters and
+// opens a writer on every partition of the topic there, in parallel.
+//
+// New returns once every cluster's writers are open, or once StartTimeout
+// (default DownAfter) has passed with at least one cluster's open: the
+// clusters that have not answered by then start down (Health says so and
+// why), their keys follow OnClusterDown, and each joins by itself when it
+// answers, its partition count read then. A cluster that answers with an
+// error (a missing topic, refused credentials) makes New fail, naming it;
+// so does every cluster when none answers before ctx ends.
+// RequireAllClusters makes New wait for all of them and fail unless all
+// opened, as a *ClusterError per failed cluster (ErrConnect).
+//
+// ctx bounds New; when it ends first, New returns an error matching
+// ctx.Err(). pulsar-client-go's own calls take no ctx: they are bounded by
+// each cluster's operation timeout, and against a cluster that accepts
+// connections but does not answer (a stopped broker), by its keep-alive
+// (ClientOptions.KeepAliveInterval, 30s by default). An attempt still in
+// one when New fails goes on in the background until then, and closes
+// what it opened; Close waits for it.
 func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, error) {
 	c := defaultCfg()
 	for _, o := range opts {
@@ -92,20 +115,20 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadTopology, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 
 	p := &Producer{cfg: c, router: r, idle: make(chan struct{}, 1)}
 	p.closing, p.stopAll = context.WithCancel(context.Background())
 	p.done = p.closing.Done()
-	p.clusters = make([]*cluster, len(topo.Clusters))
-	links := make([]*link, len(topo.Clusters))
-	errs := make([]error, len(topo.Clusters))
-	var wg sync.WaitGroup
+	p.joins = make([]*joinState, len(topo.Clusters))
+	p.joinEvents = make(chan int, len(topo.Clusters))
+	standIns := make([]*cluster, len(topo.Clusters))
 	for i, cl := range topo.Clusters {
 		share := cl.Weight / weightSum
 		maxMsgs := int64(max(1, math.Round(float64(c.maxPending)*share)))
 		maxBytes := int64(max(1, math.Round(float64(c.memoryLimit)*share)))
-		p.clusters[i] = &cluster{name: cl.Name, url: cl.ServiceURL, obs: c.observer,
-			budget: newBudget(maxMsgs, maxBytes), health: newHealth(time.Now())}
 		wc := writerConfig{
 			topic:            c.topic,
 			batching:         c.batching,
@@ -130,47 +153,21 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 			configureWriter:  c.configureWriter,
 		}
 		overrideFor(&wc, cl.Producer)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l, err := c.connect.connect(ctx, cl, wc)
-			if err == nil && len(l.writers) == 0 {
-				l.close()
-				err = errNoWriters
-			}
-			if err != nil {
-				errs[i] = &ClusterError{Cluster: cl.Name, Op: "connect", Err: errors.Join(ErrConnect, err)}
-				return
-			}
-			links[i] = l
-		}()
+		js := &joinState{cl: cl, wc: wc, budget: newBudget(maxMsgs, maxBytes), health: newDownHealth(time.Now()), err: errNoAnswer}
+		p.joins[i] = js
+		standIns[i] = p.standIn(js)
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		p.log().Error("keyroute: connect failed", "error", err)
-		for _, l := range links {
-			if l != nil {
-				closeWriters(l.writers)
-				l.close()
-			}
-		}
-		return nil, err
-	}
-	for i, cl := range p.clusters {
-		cl.link = links[i]
-		cl.parts = make([]*partition, len(links[i].writers))
-		maxFree := max(minFree, int(cl.budget.maxMsgs)/len(cl.parts))
-		for j, w := range links[i].writers {
-			cl.parts[j] = newPartition(j, cl, w, maxFree)
-		}
-		cl.disp = newDispatcher(cl)
-		if c.transactions {
-			cl.pool = &txnPool{size: c.txnPrebegin}
-		}
-		p.log().Info("keyroute: cluster connected", "cluster", cl.name, "topic", c.topic, "partitions", len(cl.parts))
-	}
+	p.live.Store(&standIns)
 	p.monStop, p.monDone = make(chan struct{}), make(chan struct{})
 	go p.monitor(p.monStop, p.monDone)
+	for i := range p.joins {
+		p.startAttempt(i)
+	}
+	if err := p.awaitStart(ctx); err != nil {
+		p.log().Error("keyroute: connect failed", "error", err)
+		_ = p.Close(ctx)
+		return nil, err
+	}
 	if c.clients != nil {
 		detach, err := c.clients.Attach(func() { _ = p.Close(context.Background()) })
 		if err != nil {
@@ -187,34 +184,38 @@ func (p *Producer) Clusters() []string {
 	if p == nil {
 		return nil
 	}
-	names := make([]string, len(p.clusters))
-	for i, c := range p.clusters {
-		names[i] = c.name
+	names := make([]string, len(p.joins))
+	for i, js := range p.joins {
+		names[i] = js.cl.Name
 	}
 	return names
 }
 
 // Placement returns the cluster and partition that messages with key go to.
 // It is meaningless for the empty key (keyless messages are spread). A nil
-// Producer returns "" and -1.
+// Producer returns "" and -1; the partition is -1 while the cluster has
+// not connected (its partition count is read when it does).
 func (p *Producer) Placement(key string) (cluster string, partition int) {
 	if p == nil {
 		return "", -1
 	}
 	h := router.Hash(key)
-	c := p.clusters[p.router.Cluster(h)]
-	return c.name, router.Partition(h, len(c.parts))
+	c := p.all()[p.router.Cluster(h)]
+	return c.name, c.parts[router.Partition(h, len(c.parts))].idx
 }
 
 // Partitions returns the partition count of the topic on each cluster, in
-// topology order.
+// topology order: 0 for a cluster that has not connected.
 func (p *Producer) Partitions() []int {
 	if p == nil {
 		return nil
 	}
-	n := make([]int, len(p.clusters))
-	for i, c := range p.clusters {
-		n[i] = len(c.parts)
+	cls := p.all()
+	n := make([]int, len(cls))
+	for i, c := range cls {
+		if p.joins[i].joined.Load() {
+			n[i] = len(c.parts)
+		}
 	}
 	return n
 }
@@ -292,6 +293,7 @@ func (p *Producer) Close(ctx context.Context) error {
 
 func (p *Producer) close(ctx context.Context) error {
 	p.closed.Store(true)
+	cls := p.stopJoins()
 	p.stopAll()
 	for p.active.Load() != 0 && ctx.Err() == nil {
 		select {
@@ -304,14 +306,14 @@ func (p *Producer) close(ctx context.Context) error {
 	for p.handing.Load() != 0 {
 		<-p.idle
 	}
-	for _, c := range p.clusters {
+	for _, c := range cls {
 		for _, pt := range c.parts {
 			pt.close()
 		}
 	}
 	flushErr := p.flushWriters(ctx)
 	var wg sync.WaitGroup
-	for _, c := range p.clusters {
+	for _, c := range cls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -330,7 +332,7 @@ func (p *Producer) close(ctx context.Context) error {
 	<-p.monDone
 	err := flushErr
 	if !p.bg.wait(ctx) {
-		err = errors.Join(err, fmt.Errorf("%w: transaction calls to pulsar-client-go still running: %w", ErrClosed, ctx.Err()))
+		err = errors.Join(err, fmt.Errorf("%w: calls to pulsar-client-go still running (transactions, connecting): %w", ErrClosed, ctx.Err()))
 	}
 	if err != nil {
 		p.log().Warn("keyroute: close could not flush everything", "error", err)

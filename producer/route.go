@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/keyroute/keyroute/router"
 )
@@ -24,7 +25,7 @@ func (p *Producer) place(key string) (*cluster, *partition, uint64) {
 	} else {
 		h = router.Hash(key)
 	}
-	c := p.clusters[p.router.Cluster(h)]
+	c := p.all()[p.router.Cluster(h)]
 	return c, c.parts[router.Partition(h, len(c.parts))], h
 }
 
@@ -38,14 +39,37 @@ func (p *Producer) pick(ctx context.Context, key string) (*cluster, *partition, 
 		return c, pt, err
 	}
 	if !c.health.down.Load() {
+		if pt.idx >= 0 {
+			return c, pt, nil
+		}
+		// c is the stand-in of a cluster that is joining (see join.go).
+		c, pt = p.placeJoined(h)
 		return c, pt, nil
 	}
 	alt, err := p.admit(ctx, c, h, key == "")
 	if err != nil {
 		return c, pt, err
 	}
-	if alt != c {
-		pt = alt.parts[router.Partition(h, len(alt.parts))]
+	if alt == c {
+		// It waited for c to come up (WaitUp): c may have joined meanwhile.
+		alt, pt = p.placeJoined(h)
+		return alt, pt, nil
 	}
-	return alt, pt, nil
+	return alt, alt.parts[router.Partition(h, len(alt.parts))], nil
+}
+
+// placeJoined returns the cluster and partition of h from the snapshot.
+// A cluster is marked up just before it replaces its stand-in there (see
+// retire), so a stand-in that is up is one whose cluster is being swapped
+// in: placeJoined waits that instant out. A stand-in is down otherwise,
+// and is returned as it is.
+func (p *Producer) placeJoined(h uint64) (*cluster, *partition) {
+	for {
+		c := p.all()[p.router.Cluster(h)]
+		pt := c.parts[router.Partition(h, len(c.parts))]
+		if pt.idx >= 0 || c.health.down.Load() {
+			return c, pt
+		}
+		runtime.Gosched()
+	}
 }

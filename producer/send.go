@@ -231,8 +231,8 @@ func (p *Producer) Flush(ctx context.Context) error {
 	if !p.enter() {
 		return ErrClosed
 	}
-	barriers := make([]<-chan struct{}, len(p.clusters))
-	for i, c := range p.clusters {
+	barriers := make([]<-chan struct{}, len(p.all()))
+	for i, c := range p.all() {
 		barriers[i] = c.disp.barrier()
 	}
 	fctx, stop := p.untilClose(ctx)
@@ -244,7 +244,7 @@ func (p *Producer) Flush(ctx context.Context) error {
 	if err != nil && (ctx.Err() != nil || !p.closed.Load()) {
 		return err
 	}
-	for i, c := range p.clusters {
+	for i, c := range p.all() {
 		select {
 		case <-barriers[i]:
 		case <-ctx.Done():
@@ -270,9 +270,9 @@ func flushWriter(ctx context.Context, w writer) error {
 // parallel (flushWriter). It returns an error naming each cluster that did
 // not finish before ctx ended.
 func (p *Producer) flushWriters(ctx context.Context) error {
-	errs := make([][]error, len(p.clusters))
+	errs := make([][]error, len(p.all()))
 	var wg sync.WaitGroup
-	for i, c := range p.clusters {
+	for i, c := range p.all() {
 		errs[i] = make([]error, len(c.parts))
 		for j, pt := range c.parts {
 			wg.Add(1)
@@ -286,7 +286,7 @@ func (p *Producer) flushWriters(ctx context.Context) error {
 	var all []error
 	for i, perPart := range errs {
 		if err := errors.Join(perPart...); err != nil {
-			all = append(all, &ClusterError{Cluster: p.clusters[i].name, Op: "flush", Err: err})
+			all = append(all, &ClusterError{Cluster: p.all()[i].name, Op: "flush", Err: err})
 		}
 	}
 	return errors.Join(all...)

@@ -111,7 +111,7 @@ func (p *Producer) BeginTxn(opts ...TxnOpt) (*Txn, error) {
 }
 
 func (p *Producer) txnCfg(opts []TxnOpt) (txnCfg, error) {
-	for _, c := range p.clusters {
+	for _, c := range p.all() {
 		if c.link.newTxn == nil {
 			return txnCfg{}, ErrTxnDisabled
 		}

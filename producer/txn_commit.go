@@ -65,7 +65,7 @@ func (p *Producer) plan(msgs []stagedMsg) []*txnCluster {
 		tp.msgs = append(tp.msgs, i)
 	}
 	plan := make([]*txnCluster, 0, len(byCluster))
-	for _, c := range p.clusters {
+	for _, c := range p.all() {
 		if tc := byCluster[c]; tc != nil {
 			plan = append(plan, tc)
 		}

@@ -136,7 +136,7 @@ func (p *Producer) fillPool(c *cluster) {
 // refreshPools ends the pooled transactions that may no longer be taken
 // and begins others; the health monitor calls it.
 func (p *Producer) refreshPools(now time.Time) {
-	for _, c := range p.clusters {
+	for _, c := range p.all() {
 		pool := c.pool
 		if pool == nil {
 			continue

@@ -78,6 +78,15 @@
 // producer that batches may advance seq once per batch rather than once per
 // message, as Pulsar's round-robin router does, to keep batches full.
 //
+// # Hand-over of moving keys
+//
+// When the topology changes, the keys that move keep their order through
+// the hand-over that HANDOVER.md specifies: a marker message on each old
+// partition, and properties on the moved messages at their new owner
+// saying where their key's earlier messages lie. This package owns the
+// encodings (Marker, Tag, Origin, Position; testdata/handover.json holds
+// known answers); the producer and the consumer own the protocol's steps.
+//
 // # Concurrency and stability
 //
 // A Router is immutable after New; all its methods and the package's

@@ -48,3 +48,37 @@ func (e *MemberError) Error() string {
 
 // Unwrap returns the sentinel error.
 func (e *MemberError) Unwrap() error { return e.Err }
+
+// ErrBadHandover is returned when a message's hand-over properties
+// (HANDOVER.md, section 4) do not follow their encoding. It arrives
+// wrapped in a *HandoverError naming the property.
+var ErrBadHandover = errors.New("router: bad hand-over property")
+
+// HandoverError reports which hand-over property ParseMarker or ParseTag
+// rejected and why; Unwrap returns ErrBadHandover.
+type HandoverError struct {
+	Property string // the property's name
+	Value    string // its value as received ("" when missing)
+	Reason   string
+}
+
+func (e *HandoverError) Error() string {
+	return ErrBadHandover.Error() + ": " + e.Property + " " + strconv.Quote(e.Value) + ": " + e.Reason
+}
+
+// Unwrap returns ErrBadHandover.
+func (e *HandoverError) Unwrap() error { return ErrBadHandover }
+
+func badProp(name, value, reason string) error {
+	return &HandoverError{Property: name, Value: value, Reason: reason}
+}
+
+// Reasons inside a hand-over property's value.
+var (
+	errNotDecimal  = errors.New("not a decimal number without sign or leading zeros")
+	errRange       = errors.New("out of range")
+	errFields      = errors.New("not <partition>:<ledger>:<entry>:<batch>:<cluster>")
+	errClusterName = errors.New("cluster name empty or with whitespace or non-printing characters")
+)
+
+func fieldErr(field string, err error) error { return errors.New(field + ": " + err.Error()) }

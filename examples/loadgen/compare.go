@@ -59,6 +59,11 @@ func runCompare(ctx context.Context, cfg *config, topo *topology.Topology, local
 		return exitFailure
 	}
 	partitions := sdk.Partitions()
+	if partitions[0] == 0 { // the Producer started without it (producer.StartTimeout)
+		_ = sdk.Close(context.Background())
+		printErr(stderr, fmt.Errorf("-compare-raw: cluster %q did not answer", cluster.Name))
+		return exitFailure
+	}
 	raw, err := openRaw(cfg, cluster, partitions[0])
 	if err != nil {
 		_ = sdk.Close(context.Background())

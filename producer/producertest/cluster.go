@@ -11,6 +11,7 @@ type Cluster struct {
 
 	// Guarded by cs.mu.
 	holding    bool
+	blackHole  chan struct{} // non-nil while connects get no answer; closed when they do again
 	connectErr error
 	probeErr   error
 	noTxn      bool
@@ -26,6 +27,7 @@ type Cluster struct {
 	stalled    int
 	probes     int
 	connects   int
+	waiting    int // connects in the black hole
 }
 
 // Name returns the cluster's name.
@@ -73,6 +75,30 @@ func (c *Cluster) FailSends(err error) {
 // nothing is written.
 func (c *Cluster) FailSendAt(n int, err error) {
 	c.cs.locked(func() { c.failAt, c.failAtErr = c.sends+n, err })
+}
+
+// BlackHole makes the cluster unreachable, as a stopped broker is (on):
+// a connect to it gets no answer, and waits until BlackHole(false) or
+// until the connecting Producer gives up (its ctx ends: Close, or New's
+// ctx with RequireAllClusters). Connects waiting when it is turned off go
+// on at once. Producers already connected are not affected: use Hold for
+// a connected cluster that stops answering.
+func (c *Cluster) BlackHole(on bool) {
+	c.cs.locked(func() {
+		switch {
+		case on && c.blackHole == nil:
+			c.blackHole = make(chan struct{})
+		case !on && c.blackHole != nil:
+			close(c.blackHole)
+			c.blackHole = nil
+		}
+	})
+}
+
+// Waiting returns how many connects wait on the cluster's black hole.
+func (c *Cluster) Waiting() (n int) {
+	c.cs.locked(func() { n = c.waiting })
+	return n
 }
 
 // FailConnect makes connecting to the cluster fail with err (nil: succeed).

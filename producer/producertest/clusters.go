@@ -150,6 +150,20 @@ func (cs *Clusters) connect(ctx context.Context, name string) (*hook.Conn, error
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	c := cs.clusterLocked(name)
+	for c.blackHole != nil {
+		hole := c.blackHole
+		c.waiting++
+		cs.mu.Unlock()
+		select {
+		case <-hole:
+		case <-ctx.Done():
+		}
+		cs.mu.Lock()
+		c.waiting--
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case c.connectErr != nil:
 		return nil, c.connectErr

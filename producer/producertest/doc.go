@@ -37,9 +37,10 @@
 // instead, in batches, as pulsar-client-go does.
 //
 // Faults: a cluster's or a partition's sends fail (FailSends, FailSendAt),
-// its connect fails (FailConnect), its probes fail (FailProbes), its
-// transactions cannot begin (FailBegins), commit (FailCommits), or get no
-// answer (StallBegins, StallCommits), or it has none (Transactions).
+// its connect fails (FailConnect) or gets no answer (BlackHole), its
+// probes fail (FailProbes), its transactions cannot begin (FailBegins),
+// commit (FailCommits), or get no answer (StallBegins, StallCommits), or
+// it has none (Transactions).
 //
 // Transactions begin, commit and abort; a consumer sees a transaction's
 // messages only once it has committed. Messages returns what a consumer

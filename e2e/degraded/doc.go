@@ -1,0 +1,12 @@
+// Package degraded holds the degraded-start suite: five real local Pulsar
+// clusters, one of them hung (SIGSTOP) or killed (SIGKILL) before
+// producer.New. It checks that New returns within a bound derived from
+// StartTimeout and a healthy New measured in the same spec, that the four
+// other clusters carry their keys at no less than 0.95 of the rate they
+// carried after a healthy start in the same spec (a fixed offered rate),
+// that the fifth cluster's keys fail fast while it is out, and that it
+// joins by itself within a bound derived from the producer's and the
+// topology's settings once it is resumed or restarted, after which its
+// keys are written there. It reports the start and join times. Run it
+// with `go test -tags e2e -count=1 -v ./e2e/degraded/`.
+package degraded
