@@ -32,6 +32,7 @@ check:
 	bash .ci/cross
 	bash .ci/modules
 	python3 router/testdata/check_vectors.py
+	python3 router/testdata/check_handover.py
 
 # The allocation tests skip themselves under -race (the race detector
 # allocates on its own), so they run once more without it.
