@@ -171,21 +171,47 @@ func TestAckErrorsNameTheCluster(t *testing.T) {
 }
 
 // A message read before SeekByTime and not yet taken is never delivered
-// after it.
+// after it: neither one in pulsar-client-go's channel (it drops them) nor
+// one that Chan's goroutine holds.
 func TestSeekDropsMessagesReadBeforeIt(t *testing.T) {
-	bed := newFakeBed(8)
-	c := newConsumer(t, bed, 1)
-	s := bed.stream("c1")
-	for i := range 5 {
-		s.push(0, "old", fmt.Sprint(i))
+	for _, viaChan := range []bool{false, true} {
+		t.Run(fmt.Sprint("chan=", viaChan), func(t *testing.T) {
+			bed := newFakeBed(8)
+			c := newConsumer(t, bed, 1)
+			s := bed.stream("c1")
+			for i := range 5 {
+				s.push(0, "old", fmt.Sprint(i))
+			}
+			next := func() *consumer.Message { return receive(t, c) }
+			if viaChan {
+				next = func() *consumer.Message { return <-c.Chan() }
+			}
+			require.Equal(t, "0", string(next().Value))
+			if viaChan {
+				waitFor(t, func() bool { return len(s.ch) == 3 }) // Chan's goroutine holds "1"
+			}
+			s.onSeek = func() { s.push(1, "new", "after") }
+			require.NoError(t, c.SeekByTime(context.Background(), time.Unix(0, 0)))
+			m := next()
+			assert.Equal(t, "new", m.Key, "got %q=%s, read before the seek", m.Key, m.Value)
+			assert.Len(t, s.seeks, 1)
+			assert.Equal(t, uint64(2), c.Health(context.Background())[0].Received, "the dropped ones are not counted")
+		})
 	}
-	require.Equal(t, "0", string(receive(t, c).Value))
-	waitFor(t, func() bool { return len(s.ch) == 3 }) // the pump holds "1"
-	s.onSeek = func() { s.push(1, "new", "after") }
+}
+
+// A Receive waiting on empty clusters when a seek begins waits on after
+// it and takes the first message of the new position.
+func TestSeekWhileReceiveWaits(t *testing.T) {
+	bed := newFakeBed(8)
+	c := newConsumer(t, bed, 2)
+	got := make(chan *consumer.Message, 1)
+	go func() { got <- receive(t, c) }()
+	s := bed.stream("c2")
+	s.onSeek = func() { s.push(0, "new", "after") }
 	require.NoError(t, c.SeekByTime(context.Background(), time.Unix(0, 0)))
-	m := receive(t, c)
-	assert.Equal(t, "new", m.Key, "got %q=%s, read before the seek", m.Key, m.Value)
-	assert.Len(t, s.seeks, 1)
+	assert.Equal(t, "new", (<-got).Key)
+	assert.Len(t, bed.stream("c1").seeks, 1)
 }
 
 func TestCloseEndsReceiveAndChan(t *testing.T) {

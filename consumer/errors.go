@@ -30,6 +30,8 @@ var (
 	// a Shared or KeyShared subscription, where Pulsar allows no
 	// cumulative acknowledgement.
 	ErrCumulativeAck = errors.New("consumer: cumulative acknowledgement needs an Exclusive or Failover subscription")
+	// ErrBadMax is returned by ReceiveBatch when max is below 1.
+	ErrBadMax = errors.New("consumer: ReceiveBatch needs max >= 1")
 	// ErrNilMessage is returned by Ack, Nack and AckCumulative for a nil
 	// message.
 	ErrNilMessage = errors.New("consumer: nil message")

@@ -12,9 +12,8 @@ type ClusterHealth struct {
 	// Connected is false while the cluster's last probe failed or a probe
 	// has been unanswered for longer than ProbeInterval.
 	Connected bool
-	// Received counts the messages offered to the merged stream (taken,
-	// or held by the cluster's pump for the next Receive: at most one per
-	// cluster more than were taken); Acked,
+	// Received counts the messages handed to the caller (returned by
+	// Receive or ReceiveBatch, or taken from Chan); Acked,
 	// Nacked the acknowledgements made (Acked counts only those without
 	// error); Redelivered, the received messages whose RedeliveryCount was
 	// above 0. The broker keeps that count in memory: messages that come
@@ -80,7 +79,7 @@ func (k *cluster) connected(interval time.Duration) bool {
 // monitor probes every cluster each ProbeInterval, one probe per cluster
 // at a time, until Close.
 func (c *Consumer) monitor() {
-	defer c.pumps.Done()
+	defer c.bg.Done()
 	t := time.NewTicker(c.cfg.probeEvery)
 	defer t.Stop()
 	for {

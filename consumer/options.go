@@ -174,8 +174,10 @@ func Name(name string) Opt { return optFunc(func(c *cfg) { c.name = name }) }
 // taken by Receive or from Chan, over all clusters (default
 // DefaultMaxBuffered). It is split evenly over the partitions of every
 // cluster as pulsar-client-go's receiver queue (at least one message each),
-// so memory is bounded by MaxBuffered times the largest message, plus a
-// few messages per cluster in hand between the stages.
+// so memory is bounded by MaxBuffered times the largest message, plus the
+// up to ten messages of each cluster's pulsar-client-go consumer channel
+// and the one Chan's goroutine holds. The Consumer reads nothing ahead of
+// its caller beyond that.
 func MaxBuffered(n int) Opt { return optFunc(func(c *cfg) { c.maxBuffered = n }) }
 
 // NackRedeliveryDelay sets how long after a Nack the message comes again

@@ -4,28 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/keyroute/keyroute"
+	"github.com/keyroute/keyroute/consumer/internal/hook"
 	"github.com/keyroute/keyroute/topology"
 )
 
 // stream is the part of a pulsar-client-go consumer (over every partition
 // of the topic on one cluster) that the Consumer uses; pulsar.Consumer
-// has it. Unit tests substitute fakes.
-type stream interface {
-	Chan() <-chan pulsar.ConsumerMessage
-	Ack(pulsar.Message) error
-	AckID(pulsar.MessageID) error
-	AckCumulative(pulsar.Message) error
-	AckIDCumulative(pulsar.MessageID) error
-	Nack(pulsar.Message)
-	NackID(pulsar.MessageID)
-	SeekByTime(time.Time) error
-	Close()
-}
+// has it. Fakes substitute others (see hook.go).
+type stream = hook.Stream
 
 // link is an open subscription on one cluster.
 type link struct {
@@ -105,7 +95,8 @@ func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, 
 		AckWithResponse:                sc.ackWithResponse,
 		EnableBatchIndexAcknowledgment: sc.batchIndexAck,
 		AckGroupingOptions:             ackGrouping(sc.cfg),
-		// Small: the Consumer's own stage holds one message per cluster.
+		// Small: Receive takes from it directly; the bound on memory is
+		// the receiver queues (MaxBuffered).
 		MessageChannel: make(chan pulsar.ConsumerMessage, min(queue, 10)),
 	}
 	if sc.position == Earliest {

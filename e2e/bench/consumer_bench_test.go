@@ -50,7 +50,7 @@ type consumerRig struct {
 
 // BenchmarkConsumer: client CPU per message of the keyroute consumer
 // (one Consumer over the -clusters clusters, each message taken with
-// Receive and acked) against one plain pulsar-client-go consumer per
+// Receive and acked; and the same with ReceiveBatch) against one plain pulsar-client-go consumer per
 // cluster (same Exclusive subscription, same receiver queue, each read
 // from its own Chan by a goroutine that acks), on the same pre-produced
 // load, in -rounds interleaved rounds; the last sub-benchmark reports the
@@ -60,6 +60,7 @@ func BenchmarkConsumer(b *testing.B) {
 	sides := []consumerSide{
 		{"raw", rig.readRaw},
 		{"keyroute", rig.readKeyroute},
+		{"batch", rig.readBatch},
 	}
 	// One whole unmeasured read first: the brokers' read path (and the
 	// bookies' caches) settle before any figure.
@@ -161,22 +162,55 @@ func produceLoad(ctx context.Context, bed *testbed.Bed, topic string) error {
 // acks each.
 func (r *consumerRig) readKeyroute(b *testing.B, sub string, n int) int {
 	b.Helper()
-	c, err := consumer.New(context.Background(), r.bed.Topology(), consumer.Topic(r.topic), consumer.Subscription(sub),
+	return r.withConsumer(b, sub, func(ctx context.Context, c *consumer.Consumer) (int, error) {
+		m, err := c.Receive(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return 1, c.Ack(ctx, m)
+	}, n)
+}
+
+// batchMax is the most messages one ReceiveBatch returns on the batch
+// side.
+const batchMax = 256
+
+// readBatch takes n messages with one keyroute Consumer's ReceiveBatch
+// and acks each.
+func (r *consumerRig) readBatch(b *testing.B, sub string, n int) int {
+	b.Helper()
+	return r.withConsumer(b, sub, func(ctx context.Context, c *consumer.Consumer) (int, error) {
+		ms, err := c.ReceiveBatch(ctx, batchMax)
+		if err != nil {
+			return 0, err
+		}
+		for i := range ms {
+			if err := c.Ack(ctx, &ms[i]); err != nil {
+				return i, err
+			}
+		}
+		return len(ms), nil
+	}, n)
+}
+
+// withConsumer opens a keyroute Consumer on a new subscription, calls
+// take until it has taken n messages (a few more when a batch ends past
+// n), closes it and returns how many were taken.
+func (r *consumerRig) withConsumer(b *testing.B, sub string, take func(context.Context, *consumer.Consumer) (int, error), n int) int {
+	b.Helper()
+	ctx := context.Background()
+	c, err := consumer.New(ctx, r.bed.Topology(), consumer.Topic(r.topic), consumer.Subscription(sub),
 		consumer.InitialPosition(consumer.Earliest), consumer.MaxBuffered(consumerQueue*partitions*len(r.bed.Clusters())))
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
 	taken := 0
 	for taken < n {
-		m, err := c.Receive(ctx)
+		got, err := take(ctx, c)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := c.Ack(ctx, m); err != nil {
-			b.Fatal(err)
-		}
-		taken++
+		taken += got
 	}
 	if err := c.Close(); err != nil {
 		b.Fatal(err)
