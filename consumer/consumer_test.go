@@ -70,7 +70,7 @@ func TestMergeKeepsPartitionOrder(t *testing.T) {
 	assert.Len(t, next, 6)
 	var received uint64
 	for _, h := range c.Health(context.Background()) {
-		received += h.Received
+		received += h.Delivered
 		assert.Equal(t, int64(-1), h.Backlog, "no admin URL: backlog unknown")
 	}
 	assert.Equal(t, uint64(3*2*perPart), received)
@@ -135,7 +135,7 @@ func TestAckRoutesToTheMessagesCluster(t *testing.T) {
 	require.NoError(t, c.AckID(ctx, id))
 
 	h := c.Health(context.Background())[1]
-	assert.Equal(t, uint64(1), h.Received)
+	assert.Equal(t, uint64(1), h.Delivered)
 	assert.Equal(t, uint64(4), h.Acked)
 	assert.Equal(t, uint64(2), h.Nacked)
 	assert.Greater(t, h.Lag, time.Duration(0))
@@ -195,7 +195,7 @@ func TestSeekDropsMessagesReadBeforeIt(t *testing.T) {
 			m := next()
 			assert.Equal(t, "new", m.Key, "got %q=%s, read before the seek", m.Key, m.Value)
 			assert.Len(t, s.seeks, 1)
-			assert.Equal(t, uint64(2), c.Health(context.Background())[0].Received, "the dropped ones are not counted")
+			assert.Equal(t, uint64(2), c.Health(context.Background())[0].Delivered, "the dropped ones are not counted")
 		})
 	}
 }

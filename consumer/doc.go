@@ -42,7 +42,7 @@
 // Ack of the unreachable cluster's message waits until it is back:
 // acknowledge off the receive loop.) Health reports per cluster
 // whether its last probe (a topic lookup every ProbeInterval) answered,
-// the messages received, acknowledged, nacked and redelivered, the lag,
+// the messages delivered, redelivered, acknowledged and nacked, the lag,
 // and the backlog when the topology gives the cluster an admin URL. New
 // needs every cluster: it fails, naming each cluster that could not be
 // subscribed, rather than start with a part of the topic.

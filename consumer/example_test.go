@@ -248,10 +248,10 @@ func ExampleConsumer_Health() {
 	m, _ := c.Receive(ctx)
 	_ = c.Ack(ctx, m)
 	for _, h := range c.Health(ctx) {
-		fmt.Printf("%s connected=%v received=%d acked=%d backlog=%d\n",
-			h.Cluster, h.Connected, h.Received, h.Acked, h.Backlog)
+		fmt.Printf("%s connected=%v delivered=%d acked=%d backlog=%d\n",
+			h.Cluster, h.Connected, h.Delivered, h.Acked, h.Backlog)
 	}
 	// Output:
-	// east connected=true received=0 acked=0 backlog=-1
-	// west connected=true received=1 acked=1 backlog=-1
+	// east connected=true delivered=0 acked=0 backlog=-1
+	// west connected=true delivered=1 acked=1 backlog=-1
 }

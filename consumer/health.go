@@ -12,14 +12,21 @@ type ClusterHealth struct {
 	// Connected is false while the cluster's last probe failed or a probe
 	// has been unanswered for longer than ProbeInterval.
 	Connected bool
-	// Received counts the messages handed to the caller (returned by
-	// Receive or ReceiveBatch, or taken from Chan); Acked,
-	// Nacked the acknowledgements made (Acked counts only those without
-	// error); Redelivered, the received messages whose RedeliveryCount was
+	// Delivered counts the messages of the cluster handed to the caller:
+	// returned by Receive or ReceiveBatch, or taken from Chan (messages
+	// received from the broker but not yet taken, or dropped by SeekByTime
+	// or Close, are not counted).
+	Delivered uint64
+	// Redelivered counts the Delivered messages whose RedeliveryCount was
 	// above 0. The broker keeps that count in memory: messages that come
 	// again after a broker restart (or a new consumer process) count 0.
-	Received, Acked, Nacked, Redelivered uint64
-	// Lag is now minus the publish time of the last message received, 0
+	Redelivered uint64
+	// Acked counts the acknowledgements (Ack, AckID, AckCumulative,
+	// AckIDCumulative; a cumulative one counts once) that reached the
+	// cluster's pulsar-client-go consumer without error; Nacked, the Nack
+	// and NackID calls.
+	Acked, Nacked uint64
+	// Lag is now minus the publish time of the last message delivered, 0
 	// before the first.
 	Lag time.Duration
 	// Backlog is the subscription's backlog on the cluster (messages not
@@ -44,7 +51,7 @@ func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 		h := &out[i]
 		*h = ClusterHealth{
 			Cluster: k.name, Connected: k.connected(c.cfg.probeEvery),
-			Received: k.delivered.Load(), Acked: k.acked.Load(), Nacked: k.nacked.Load(),
+			Delivered: k.delivered.Load(), Acked: k.acked.Load(), Nacked: k.nacked.Load(),
 			Redelivered: k.redelivered.Load(), Lag: since(k.lastPublish.Load()), Backlog: -1,
 		}
 		if k.admin == nil {

@@ -53,7 +53,7 @@ func TestReceiveBatch(t *testing.T) {
 	require.NoError(t, c.Nack(&ms[0]))
 	var delivered uint64
 	for _, h := range c.Health(ctx) {
-		delivered += h.Received
+		delivered += h.Delivered
 	}
 	assert.Equal(t, uint64(9), delivered)
 

@@ -106,7 +106,7 @@ func TestConsumerChild(t *testing.T) {
 	}
 	var received, acked uint64
 	for _, h := range c.Health(context.Background()) {
-		received += h.Received
+		received += h.Delivered
 		acked += h.Acked
 	}
 	out.printf("done %d %d", received, acked)
