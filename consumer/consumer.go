@@ -105,7 +105,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			links[i], errs[i] = c.connect.connect(ctx, cl, subConfig{cfg: c, share: max(1, c.maxBuffered/n), admin: admins[i]})
+			links[i], errs[i] = c.connect.connect(ctx, cl, subConfig{cfg: c, cluster: cl.Name, share: max(1, c.maxBuffered/n), admin: admins[i]})
 		}()
 	}
 	wg.Wait()

@@ -92,6 +92,7 @@ type cfg struct {
 	observer        Observer
 	logger          *slog.Logger
 	configureClient func(cluster string, o *pulsar.ClientOptions)
+	configure       func(cluster string, o *pulsar.ConsumerOptions)
 	clients         *keyroute.Clients
 	connect         connector
 }
@@ -239,6 +240,24 @@ func Logger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.logger = l }) 
 // options after keyroute has filled them in from the topology.
 func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
 	return optFunc(func(c *cfg) { c.configureClient = fn })
+}
+
+// ConfigureConsumer lets fn adjust each cluster's pulsar-client-go
+// consumer options after keyroute has filled them in, for what keyroute
+// does not wrap (Properties, SubscriptionProperties, PriorityLevel,
+// ReadCompacted, KeySharedPolicy, Interceptors, MaxReconnectToBroker,
+// BackOffPolicyFunc, NackBackoffPolicy, chunking limits, ...). fn runs once
+// per cluster at New, on New's goroutines. It must not change Topic,
+// Topics, TopicsPattern, SubscriptionName, Type, MessageChannel or
+// AckWithResponse, which keyroute's read path and acknowledgements rely
+// on: New fails with ErrBadOption naming the field and cluster. Options
+// it changes that keyroute also sets (ReceiverQueueSize, Name,
+// NackRedeliveryDelay, the initial position, acknowledgement grouping)
+// take fn's value: MaxBuffered no longer bounds a cluster whose
+// ReceiverQueueSize fn raised. Fakes (package consumertest) do not call
+// it.
+func ConfigureConsumer(fn func(cluster string, o *pulsar.ConsumerOptions)) Opt {
+	return optFunc(func(c *cfg) { c.configure = fn })
 }
 
 // WithClients makes the Consumer subscribe through cs's clients (see

@@ -31,8 +31,9 @@ type link struct {
 // subConfig is what a connector needs to subscribe on one cluster.
 type subConfig struct {
 	cfg
-	share int    // this cluster's share of MaxBuffered
-	admin *admin // the cluster's admin API; nil without one
+	cluster string // the cluster's name
+	share   int    // this cluster's share of MaxBuffered
+	admin   *admin // the cluster's admin API; nil without one
 }
 
 // connector subscribes on one cluster.
@@ -83,7 +84,30 @@ func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	queue := max(1, sc.share/max(1, len(parts)))
+	o, err := consumerOptions(sc, len(parts))
+	if err != nil {
+		return nil, err
+	}
+	pc, err := client.Subscribe(o)
+	if err != nil {
+		return nil, err
+	}
+	topic := sc.topic
+	return &link{
+		stream:      pc,
+		partitioned: len(parts) > 1 || (len(parts) == 1 && strings.Contains(parts[0], partitionSuffix)),
+		probe: func() error {
+			_, err := client.TopicPartitions(topic)
+			return err
+		},
+	}, nil
+}
+
+// consumerOptions returns the pulsar-client-go options of the consumer
+// on one cluster whose topic has parts partitions, after ConfigureConsumer.
+// It refuses a ConfigureConsumer that changed a field keyroute relies on.
+func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
+	queue := max(1, sc.share/max(1, parts))
 	o := pulsar.ConsumerOptions{
 		Topic:                          sc.topic,
 		SubscriptionName:               sc.subscription,
@@ -102,19 +126,28 @@ func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, 
 	if sc.position == Earliest {
 		o.SubscriptionInitialPosition = pulsar.SubscriptionPositionEarliest
 	}
-	pc, err := client.Subscribe(o)
-	if err != nil {
-		return nil, err
+	if sc.configure == nil {
+		return o, nil
 	}
-	topic := sc.topic
-	return &link{
-		stream:      pc,
-		partitioned: len(parts) > 1 || (len(parts) == 1 && strings.Contains(parts[0], partitionSuffix)),
-		probe: func() error {
-			_, err := client.TopicPartitions(topic)
-			return err
-		},
-	}, nil
+	want := o
+	sc.configure(sc.cluster, &o)
+	for _, f := range []struct {
+		name    string
+		changed bool
+	}{
+		{"Topic", o.Topic != want.Topic},
+		{"Topics", len(o.Topics) != 0},
+		{"TopicsPattern", o.TopicsPattern != ""},
+		{"SubscriptionName", o.SubscriptionName != want.SubscriptionName},
+		{"Type", o.Type != want.Type},
+		{"MessageChannel", o.MessageChannel != want.MessageChannel},
+		{"AckWithResponse", o.AckWithResponse != want.AckWithResponse},
+	} {
+		if f.changed {
+			return o, fmt.Errorf("%w: ConfigureConsumer changed %s on cluster %q: set it with keyroute's own option", ErrBadOption, f.name, sc.cluster)
+		}
+	}
+	return o, nil
 }
 
 // partitionSuffix marks the name of one partition of a partitioned topic.

@@ -51,9 +51,10 @@ func (c *Consumer) Receive(ctx context.Context) (*Message, error) {
 	}
 }
 
-// ReceiveBatch returns the messages the clusters hold, at most max, in
-// one slice carved from one allocation (acknowledge one with
-// Ack(ctx, &ms[i])). It waits, as Receive does, only while there is none.
+// ReceiveBatch returns the messages the clusters hold when it is called,
+// at most max, in one slice carved from one allocation (acknowledge one
+// with Ack(ctx, &ms[i])). It waits, as Receive does, only while there is
+// none; messages that come while it takes are left for the next call.
 // The clusters take turns message by message, and each partition's
 // messages keep their order within the batch and from one batch to the
 // next. It returns ErrBadMax for max < 1.
@@ -79,12 +80,12 @@ func (c *Consumer) ReceiveBatch(ctx context.Context, max int) ([]Message, error)
 		}
 		ms := make([]Message, 1, c.held(max))
 		ms[0].fill(cm.Message, k)
-		for len(ms) < max {
+		for len(ms) < cap(ms) {
 			cm, k, ok := c.poll(k.idx + 1)
 			if !ok {
 				break
 			}
-			ms = append(ms, Message{})
+			ms = ms[:len(ms)+1]
 			ms[len(ms)-1].fill(cm.Message, k)
 		}
 		c.gate.RUnlock()
@@ -192,7 +193,9 @@ func (c *Consumer) poll(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
 		select {
 		case cm, ok := <-k.in:
 			if ok {
-				c.rotor.Store(i + 1)
+				if c.rotor.Load() != i+1 {
+					c.rotor.Store(i + 1)
+				}
 				return cm, k, true
 			}
 		default:

@@ -1,0 +1,48 @@
+package consumer
+
+import (
+	"testing"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ConfigureConsumer sees keyroute's options for each cluster and may set
+// what keyroute does not wrap; changing what the read path relies on is
+// refused, naming the field and the cluster.
+func TestConfigureConsumer(t *testing.T) {
+	c := defaultCfg()
+	for _, o := range []Opt{Topic("t"), Subscription("s"), Type(KeyShared), MaxBuffered(100)} {
+		o.apply(&c)
+	}
+	var seen []string
+	ConfigureConsumer(func(cluster string, o *pulsar.ConsumerOptions) {
+		seen = append(seen, cluster)
+		assert.Equal(t, "t", o.Topic)
+		assert.Equal(t, pulsar.KeyShared, o.Type)
+		assert.Equal(t, 25, o.ReceiverQueueSize, "its share of MaxBuffered over 2 partitions")
+		o.Properties = map[string]string{"team": "billing"}
+		o.ReadCompacted = true
+	}).apply(&c)
+	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 50}, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"east"}, seen)
+	assert.Equal(t, "billing", o.Properties["team"])
+	assert.True(t, o.ReadCompacted)
+
+	for name, fn := range map[string]func(*pulsar.ConsumerOptions){
+		"Topic":            func(o *pulsar.ConsumerOptions) { o.Topic = "other" },
+		"Topics":           func(o *pulsar.ConsumerOptions) { o.Topics = []string{"a", "b"} },
+		"SubscriptionName": func(o *pulsar.ConsumerOptions) { o.SubscriptionName = "x" },
+		"Type":             func(o *pulsar.ConsumerOptions) { o.Type = pulsar.Shared },
+		"MessageChannel":   func(o *pulsar.ConsumerOptions) { o.MessageChannel = make(chan pulsar.ConsumerMessage) },
+		"AckWithResponse":  func(o *pulsar.ConsumerOptions) { o.AckWithResponse = true },
+	} {
+		ConfigureConsumer(func(_ string, o *pulsar.ConsumerOptions) { fn(o) }).apply(&c)
+		_, err := consumerOptions(subConfig{cfg: c, cluster: "west", share: 50}, 2)
+		require.ErrorIs(t, err, ErrBadOption, name)
+		assert.Contains(t, err.Error(), name)
+		assert.Contains(t, err.Error(), `"west"`)
+	}
+}
