@@ -32,6 +32,10 @@ var (
 	ErrCumulativeAck = errors.New("consumer: cumulative acknowledgement needs an Exclusive or Failover subscription")
 	// ErrBadMax is returned by ReceiveBatch when max is below 1.
 	ErrBadMax = errors.New("consumer: ReceiveBatch needs max >= 1")
+	// ErrDecode is returned by Typed's Decode and Receive when a
+	// message's Value does not decode with the schema; the error names
+	// the message.
+	ErrDecode = errors.New("consumer: value does not decode with the schema")
 	// ErrNilMessage is returned by Ack, Nack and AckCumulative for a nil
 	// message.
 	ErrNilMessage = errors.New("consumer: nil message")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/crypto"
 
 	"github.com/keyroute/keyroute"
 )
@@ -93,6 +94,10 @@ type cfg struct {
 	logger          *slog.Logger
 	configureClient func(cluster string, o *pulsar.ClientOptions)
 	configure       func(cluster string, o *pulsar.ConsumerOptions)
+	schema          pulsar.Schema       // nil: none
+	decryptKeys     crypto.KeyReader    // nil: no Decryption option
+	decryptSet      bool                // Decryption was given
+	cryptoFailure   CryptoFailureAction // with decryptKeys
 	clients         *keyroute.Clients
 	connect         connector
 }
@@ -129,6 +134,10 @@ func (c *cfg) validate() error {
 		return badOption("AckGrouping", c.ackGroupMsgs, "messages must be >= 0")
 	case c.probeEvery <= 0:
 		return badOption("ProbeInterval", c.probeEvery, "must be > 0")
+	case c.decryptSet && c.decryptKeys == nil:
+		return badOption("Decryption", "nil", "needs a key reader")
+	case c.cryptoFailure < CryptoFail || c.cryptoFailure > CryptoConsume:
+		return badOption("Decryption", c.cryptoFailure, "unknown failure action")
 	case c.clients != nil && (c.logger != nil || c.configureClient != nil):
 		return fmt.Errorf("%w: Logger and ConfigureClient configure the clients a Consumer opens itself: with WithClients, give them to keyroute.NewClients", ErrBadOption)
 	}
@@ -258,6 +267,61 @@ func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
 // it.
 func ConfigureConsumer(fn func(cluster string, o *pulsar.ConsumerOptions)) Opt {
 	return optFunc(func(c *cfg) { c.configure = fn })
+}
+
+// Schema gives every cluster's consumer a pulsar-client-go schema
+// (pulsar.NewStringSchema, NewJSONSchema, NewAvroSchema, NewProtoSchema,
+// ...): the broker checks it against the topic's, and New fails, naming
+// the cluster, where they are incompatible. Typed decodes Values with it;
+// Message.Value stays the encoded bytes.
+func Schema(s pulsar.Schema) Opt { return optFunc(func(c *cfg) { c.schema = s }) }
+
+// CryptoFailureAction is what a cluster's consumer does with a message it
+// cannot decrypt (its key reader cannot read the key the message names, or
+// there is no Decryption). The names are pulsar-client-go's
+// (crypto.ConsumerCryptoFailureActionFail, Discard, Consume).
+type CryptoFailureAction int
+
+// Crypto failure actions.
+const (
+	// CryptoFail (the default, as in pulsar-client-go): the message is
+	// not delivered; pulsar-client-go logs it and nacks it, so it comes
+	// again after NackRedeliveryDelay and fails again until a key can
+	// read it. It holds up nothing else.
+	CryptoFail CryptoFailureAction = iota
+	// CryptoDiscard: the message is not delivered, and is acknowledged
+	// to the broker as undecryptable: it never comes again.
+	CryptoDiscard
+	// CryptoConsume: the message is delivered still encrypted: Value is
+	// the ciphertext, and Raw().GetEncryptionContext() is not nil.
+	CryptoConsume
+)
+
+var cryptoActions = [...]int{CryptoFail: crypto.ConsumerCryptoFailureActionFail,
+	CryptoDiscard: crypto.ConsumerCryptoFailureActionDiscard, CryptoConsume: crypto.ConsumerCryptoFailureActionConsume}
+
+func (a CryptoFailureAction) String() string {
+	switch a {
+	case CryptoFail:
+		return "fail"
+	case CryptoDiscard:
+		return "discard"
+	case CryptoConsume:
+		return "consume"
+	}
+	return fmt.Sprintf("CryptoFailureAction(%d)", int(a))
+}
+
+// Decryption decrypts the messages that keyroute's producer (its
+// Encryption option) or any Pulsar producer encrypted end to end:
+// keyReader reads the private key each message names
+// (crypto.NewFileKeyReader reads PEM files); onFailure says what happens
+// to a message that cannot be decrypted. Without Decryption, encrypted
+// messages are never delivered (CryptoFail: pulsar-client-go nacks them
+// over and over); messages that are not encrypted are delivered either
+// way. Each cluster's consumer gets its own copy of the settings.
+func Decryption(keyReader crypto.KeyReader, onFailure CryptoFailureAction) Opt {
+	return optFunc(func(c *cfg) { c.decryptKeys, c.cryptoFailure, c.decryptSet = keyReader, onFailure, true })
 }
 
 // WithClients makes the Consumer subscribe through cs's clients (see

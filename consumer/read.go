@@ -126,6 +126,14 @@ func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
 	if sc.position == Earliest {
 		o.SubscriptionInitialPosition = pulsar.SubscriptionPositionEarliest
 	}
+	if sc.schema != nil {
+		o.Schema = sc.schema
+	}
+	if sc.decryptKeys != nil {
+		// A copy per cluster: pulsar-client-go stores the MessageCrypto
+		// it makes in the struct it is given.
+		o.Decryption = &pulsar.MessageDecryptionInfo{KeyReader: sc.decryptKeys, ConsumerCryptoFailureAction: cryptoActions[sc.cryptoFailure]}
+	}
 	if sc.configure == nil {
 		return o, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/crypto"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,5 +45,35 @@ func TestConfigureConsumer(t *testing.T) {
 		require.ErrorIs(t, err, ErrBadOption, name)
 		assert.Contains(t, err.Error(), name)
 		assert.Contains(t, err.Error(), `"west"`)
+	}
+}
+
+// Decryption gives each cluster's consumer its own decryption settings,
+// with pulsar-client-go's failure action; a missing key reader or an
+// unknown action is refused.
+func TestDecryptionOptions(t *testing.T) {
+	keys := crypto.NewFileKeyReader("pub.pem", "priv.pem")
+	c := defaultCfg()
+	c.topic, c.subscription = "t", "s"
+	Decryption(keys, CryptoDiscard).apply(&c)
+	require.NoError(t, c.validate())
+	a, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, 1)
+	require.NoError(t, err)
+	b, err := consumerOptions(subConfig{cfg: c, cluster: "west", share: 10}, 1)
+	require.NoError(t, err)
+	require.NotNil(t, a.Decryption)
+	assert.NotSame(t, a.Decryption, b.Decryption)
+	assert.Equal(t, keys, a.Decryption.KeyReader)
+	assert.Equal(t, crypto.ConsumerCryptoFailureActionDiscard, a.Decryption.ConsumerCryptoFailureAction)
+
+	none, err := consumerOptions(subConfig{cfg: defaultCfg(), cluster: "east", share: 10}, 1)
+	require.NoError(t, err)
+	assert.Nil(t, none.Decryption)
+
+	for _, o := range []Opt{Decryption(nil, CryptoFail), Decryption(keys, CryptoConsume+1)} {
+		c := defaultCfg()
+		c.topic, c.subscription = "t", "s"
+		o.apply(&c)
+		assert.ErrorIs(t, c.validate(), ErrBadOption)
 	}
 }
