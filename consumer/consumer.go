@@ -39,6 +39,7 @@ type Consumer struct {
 	out chan *Message
 
 	closing   chan struct{} // closed when Close begins
+	closeDone chan struct{} // closed when Close's closing has ended
 	closed    atomic.Bool
 	closeOnce sync.Once
 	bg        sync.WaitGroup // the monitor and feed
@@ -122,7 +123,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 		}
 		return nil, err
 	}
-	co := &Consumer{cfg: c, byName: make(map[string]*cluster, n), closing: make(chan struct{})}
+	co := &Consumer{cfg: c, byName: make(map[string]*cluster, n), closing: make(chan struct{}), closeDone: make(chan struct{})}
 	co.state.Store(&pause{begin: make(chan struct{})})
 	for i, cl := range topo.Clusters {
 		k := &cluster{name: cl.Name, idx: uint32(i), owner: co, admin: admins[i], link: links[i], in: links[i].stream.Chan()}
@@ -131,7 +132,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 		co.byName[cl.Name] = k
 	}
 	if c.clients != nil {
-		detach, err := c.clients.Attach(func() { _ = co.Close() })
+		detach, err := c.clients.Attach(func() { _ = co.Close(context.Background()) })
 		if err != nil {
 			co.closeLinks()
 			return nil, err
@@ -150,14 +151,18 @@ func (c *Consumer) Topic() string { return c.cfg.topic }
 func (c *Consumer) Subscription() string { return c.cfg.subscription }
 
 // Close stops the stream (Receive and ReceiveBatch return ErrClosed, Chan
-// is closed), then
-// closes every cluster's pulsar-client-go consumer, which sends the
-// acknowledgements still grouped, and client. Messages received from the
-// brokers but not taken are not acknowledged: they come again to the
-// subscription. Close waits for every goroutine the Consumer started; a
-// probe in flight against an unreachable cluster can hold it up to that
-// cluster's operation timeout. Calls after Close return ErrClosed.
-func (c *Consumer) Close() error {
+// is closed), then closes every cluster's pulsar-client-go consumer, which
+// sends the acknowledgements still grouped, and client. Messages received
+// from the brokers but not taken are not acknowledged: they come again to
+// the subscription. ctx bounds the wait for the clusters: a consumer of an
+// unreachable cluster takes up to that cluster's operation timeout to
+// close, and so may a probe or an AckWithResponse in flight. When ctx ends
+// first, Close returns an error matching ctx.Err() and the closing goes
+// on in the background (its grouped acknowledgements may not be sent yet);
+// a later Close waits for it again. Otherwise Close returns nil once every
+// goroutine the Consumer started has ended. Calls other than Close and
+// Health after Close return ErrClosed.
+func (c *Consumer) Close(ctx context.Context) error {
 	if c == nil {
 		return ErrClosed
 	}
@@ -170,15 +175,23 @@ func (c *Consumer) Close() error {
 		}
 		c.mu.Unlock()
 		close(c.closing)
-		c.bg.Wait()
-		c.closeLinks()
-		c.probes.Wait()
-		c.acks.Wait()
-		if c.detach != nil {
-			c.detach()
-		}
+		c.bg.Wait() // the monitor and Chan's goroutine end at once
+		go func() {
+			defer close(c.closeDone)
+			c.closeLinks()
+			c.probes.Wait()
+			c.acks.Wait()
+			if c.detach != nil {
+				c.detach()
+			}
+		}()
 	})
-	return nil
+	select {
+	case <-c.closeDone:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("consumer: Close: the clusters' consumers are still closing: %w", ctx.Err())
+	}
 }
 
 // closeLinks closes every cluster's consumer, then its client (when the

@@ -27,7 +27,7 @@ func newConsumer(t *testing.T, bed *fakeBed, clusters int, opts ...consumer.Opt)
 	opts = append([]consumer.Opt{consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect)}, opts...)
 	c, err := consumer.New(context.Background(), topo(clusters), opts...)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c
 }
 
@@ -163,7 +163,7 @@ func TestAckErrorsNameTheCluster(t *testing.T) {
 	assert.Equal(t, "c1", ce.Cluster)
 	assert.Equal(t, uint64(0), c.Health(context.Background())[0].Acked, "a failed ack is not counted")
 
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 	err = c.Ack(ctx, m)
 	assert.ErrorIs(t, err, consumer.ErrClosed)
 	require.ErrorAs(t, err, &ce)
@@ -223,11 +223,11 @@ func TestCloseEndsReceiveAndChan(t *testing.T) {
 		_, err := c.Receive(context.Background())
 		errc <- err
 	}()
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 	assert.ErrorIs(t, <-errc, consumer.ErrClosed)
 	_, ok := <-c.Chan()
 	assert.False(t, ok, "Chan is closed after Close")
-	require.NoError(t, c.Close(), "Close twice")
+	require.NoError(t, c.Close(context.Background()), "Close twice")
 	assert.True(t, bed.stream("c1").closed && bed.stream("c2").closed)
 	assert.ErrorIs(t, c.SeekByTime(context.Background(), time.Now()), consumer.ErrClosed)
 
@@ -315,7 +315,7 @@ func TestHealthAsksTheAdminAPIForTheBacklog(t *testing.T) {
 	tp.Clusters[0].AdminURL = srv.URL
 	c, err := consumer.New(context.Background(), tp, consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect))
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	h := c.Health(context.Background())
 	assert.Equal(t, int64(17), h[0].Backlog)
 	assert.NoError(t, h[0].BacklogErr)
@@ -370,7 +370,7 @@ func TestAckWithResponseEndsWithItsCtx(t *testing.T) {
 	assert.Equal(t, uint64(0), c.Health(context.Background())[0].Acked)
 
 	closed := make(chan error, 1)
-	go func() { closed <- c.Close() }()
+	go func() { closed <- c.Close(context.Background()) }()
 	close(s.block) // the broker answers at last; Close can end
 	require.NoError(t, <-closed)
 	assert.Equal(t, []string{"ack 0:0"}, s.log(), "the acknowledgement was sent once")
@@ -399,7 +399,7 @@ func TestAdminConnectionsAreReusedAndReleased(t *testing.T) {
 	for range 5 {
 		require.Equal(t, int64(1), c.Health(context.Background())[0].Backlog)
 	}
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 	// Close closed the connection: its goroutines, the client's and the
 	// server's, are gone (they would idle for 90 s otherwise).
 	goleak.VerifyNone(t, before)
@@ -407,4 +407,25 @@ func TestAdminConnectionsAreReusedAndReleased(t *testing.T) {
 	assert.Equal(t, 1, states[http.StateNew], "one connection for five Health calls")
 	mu.Unlock()
 	assert.ErrorIs(t, c.Health(context.Background())[0].BacklogErr, consumer.ErrClosed, "no admin call after Close")
+}
+
+// Close's ctx bounds the wait for a cluster that is slow to close; the
+// closing goes on, and a later Close waits for it.
+func TestCloseEndsWithItsCtx(t *testing.T) {
+	bed := newFakeBed(1)
+	c, err := consumer.New(context.Background(), topo(2), consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect))
+	require.NoError(t, err)
+	slow := make(chan struct{})
+	s := bed.stream("c2")
+	s.mu.Lock()
+	s.slow = slow
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, c.Close(ctx), context.Canceled)
+	_, err = c.Receive(context.Background())
+	assert.ErrorIs(t, err, consumer.ErrClosed, "the stream stopped all the same")
+	close(slow)
+	require.NoError(t, c.Close(context.Background()))
+	assert.True(t, bed.stream("c2").closed)
 }

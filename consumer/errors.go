@@ -36,6 +36,12 @@ var (
 	// message's Value does not decode with the schema; the error names
 	// the message.
 	ErrDecode = errors.New("consumer: value does not decode with the schema")
+	// ErrConsumerBusy is returned by New (in a *ClusterError, with the
+	// broker's *BrokerError) when a cluster's broker refuses the
+	// subscription because a consumer that excludes this one is attached
+	// (Pulsar's ConsumerBusy): another Exclusive consumer, or one of
+	// another type. Retry once that consumer has left.
+	ErrConsumerBusy = errors.New("consumer: subscription busy (a consumer that excludes this one is attached)")
 	// ErrNilMessage is returned by Ack, Nack and AckCumulative for a nil
 	// message.
 	ErrNilMessage = errors.New("consumer: nil message")

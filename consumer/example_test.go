@@ -25,7 +25,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err) // names each cluster that could not be subscribed
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 
 	_ = fake.Cluster("east").Publish(0, consumertest.Message{Key: "user-1", Value: []byte("a")}, consumertest.Message{Key: "user-1", Value: []byte("b")})
 	_ = fake.Cluster("west").Publish(1, consumertest.Message{Key: "user-2", Value: []byte("c")})
@@ -70,7 +70,7 @@ func ExampleConsumer_Chan() {
 		fmt.Printf("%s %s\n", m.Key, m.Value)
 		_ = c.Ack(ctx, m)
 		if n++; n == 3 {
-			_ = c.Close() // ends the loop: Chan is closed
+			_ = c.Close(context.Background()) // ends the loop: Chan is closed
 		}
 	}
 	// Output:
@@ -90,7 +90,7 @@ func ExampleConsumer_Nack() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	_ = fake.Cluster("east").Publish(0, consumertest.Message{Key: "order-7", Value: []byte("pay")})
 
 	m, _ := c.Receive(ctx)
@@ -121,7 +121,7 @@ func ExampleConsumer_AckCumulative() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	for i := range 3 {
 		_ = fake.Cluster("east").Publish(0, consumertest.Message{Key: "k", Value: fmt.Append(nil, i)})
 	}
@@ -150,7 +150,7 @@ func ExampleConsumer_SeekByTime() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	for i, v := range []string{"first", "second", "third"} {
 		_ = fake.Cluster("east").Publish(0, consumertest.Message{Key: "k", Value: []byte(v), PublishTime: t0.Add(time.Duration(i) * time.Minute)})
@@ -181,7 +181,7 @@ func ExampleConsumer_ReceiveBatch() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	for i := range 5 {
 		_ = fake.Cluster("east").Publish(0, consumertest.Message{Key: "k", Value: fmt.Append(nil, i)})
 	}
@@ -218,7 +218,7 @@ func ExampleNew_clusters() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	for {
 		m, err := c.Receive(ctx)
 		if errors.Is(err, consumer.ErrClosed) {
@@ -243,7 +243,7 @@ func ExampleConsumer_Health() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	_ = fake.Cluster("west").Publish(0, consumertest.Message{Key: "k"})
 	m, _ := c.Receive(ctx)
 	_ = c.Ack(ctx, m)

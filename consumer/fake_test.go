@@ -60,6 +60,7 @@ type fakeStream struct {
 	closed bool
 	ackErr error
 	quiet  bool          // acks are not logged (for allocation tests)
+	slow   chan struct{} // when set, Close waits until it is closed (a broker that does not answer)
 	block  chan struct{} // when set, acks wait until it is closed (a broker that does not answer)
 	waits  chan struct{} // with block: gets a value when an ack starts waiting
 }
@@ -125,6 +126,12 @@ func (s *fakeStream) SeekByTime(t time.Time) error {
 }
 
 func (s *fakeStream) Close() {
+	s.mu.Lock()
+	slow := s.slow
+	s.mu.Unlock()
+	if slow != nil {
+		<-slow
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true

@@ -67,7 +67,7 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, sc subC
 	l, err := subscribe(ctx, client, sc)
 	if err != nil {
 		closeClient()
-		return nil, clusterErr(cl.Name, "subscribe", err)
+		return nil, clusterErr(cl.Name, "subscribe", brokerError(err))
 	}
 	l.close = closeClient
 	return l, nil

@@ -125,7 +125,7 @@ func TestReceiveBatchAndChanShareTheStream(t *testing.T) {
 		}
 	}()
 	<-all
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 	wg.Wait()
 	for id, times := range seen {
 		assert.Equal(t, 1, times, id)
@@ -150,7 +150,7 @@ func TestReceiveWaitsOnManyClusters(t *testing.T) {
 		_, err := c.Receive(context.Background())
 		errc <- err
 	}()
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 	assert.ErrorIs(t, <-errc, consumer.ErrClosed)
 }
 

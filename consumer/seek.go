@@ -62,7 +62,7 @@ func (c *Consumer) SeekByTime(ctx context.Context, t time.Time) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = clusterErr(k.name, "seek", k.link.stream.SeekByTime(t))
+			errs[i] = clusterErr(k.name, "seek", brokerError(k.link.stream.SeekByTime(t)))
 		}()
 	}
 	wg.Wait()

@@ -27,14 +27,14 @@ func TestTypedDecodesWithTheSchema(t *testing.T) {
 	fake := consumertest.New()
 	c, err := consumer.New(ctx, consumertest.Topology("east"), consumer.Topic("t"), consumer.Subscription("s"), fake.Opt())
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	_, err = consumer.NewTyped[order](c)
 	require.ErrorIs(t, err, consumer.ErrBadOption, "no schema")
 
 	c2, err := consumer.New(ctx, consumertest.Topology("east"), consumer.Topic("t"), consumer.Subscription("typed"),
 		consumer.Schema(pulsar.NewJSONSchema(orderSchema, nil)), fake.Opt())
 	require.NoError(t, err)
-	defer c2.Close()
+	defer c2.Close(context.Background())
 	typed, err := consumer.NewTyped[order](c2)
 	require.NoError(t, err)
 	v, _ := json.Marshal(order{ID: "o-1", Cents: 250})

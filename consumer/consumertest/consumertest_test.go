@@ -22,7 +22,7 @@ func open(t *testing.T, fake *consumertest.Clusters, sub string, opts ...consume
 	opts = append([]consumer.Opt{consumer.Topic("t"), consumer.Subscription(sub), fake.Opt()}, opts...)
 	c, err := consumer.New(context.Background(), consumertest.Topology("east", "west"), opts...)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c
 }
 
@@ -46,7 +46,7 @@ func TestResubscribeGetsTheRest(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, c.Ack(ctx, m))
 	}
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 	assert.Equal(t, 2, fake.Cluster("east").Backlog("s"))
 
 	c = open(t, fake, "s")

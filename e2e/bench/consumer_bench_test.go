@@ -212,7 +212,7 @@ func (r *consumerRig) withConsumer(b *testing.B, sub string, take func(context.C
 		}
 		taken += got
 	}
-	if err := c.Close(); err != nil {
+	if err := c.Close(ctx); err != nil {
 		b.Fatal(err)
 	}
 	return taken

@@ -101,7 +101,7 @@ func TestConsumerChild(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
-	if err := c.Close(); err != nil {
+	if err := c.Close(context.Background()); err != nil {
 		t.Errorf("Close: %v", err)
 	}
 	var received, acked uint64

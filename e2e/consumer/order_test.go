@@ -85,6 +85,6 @@ var _ = Describe("one consumer over five clusters", func() {
 			"the backlog is 0 on every cluster within AckGroupingTime + the operation timeout (%s)", bound)
 		GinkgoWriter.Printf("backlog 0 on every cluster %s after the check began (bound %s)\n",
 			time.Since(drained).Round(time.Millisecond), bound)
-		Expect(c.Close()).To(Succeed())
+		Expect(c.Close(ctx)).To(Succeed())
 	})
 })

@@ -75,6 +75,6 @@ var _ = Describe("SeekByTime", func() {
 			received += h.Delivered
 		}
 		Expect(received).To(BeEquivalentTo(len(got[0])+n2+n3), "Health's Delivered counts every pass")
-		Expect(c.Close()).To(Succeed())
+		Expect(c.Close(ctx)).To(Succeed())
 	})
 })

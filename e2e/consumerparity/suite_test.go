@@ -66,7 +66,7 @@ func openConsumer(ctx context.Context, topic, sub string, opts ...consumer.Opt) 
 	c, err := consumer.New(ctx, bed.Topology(), append([]consumer.Opt{consumer.Topic(topic), consumer.Subscription(sub),
 		consumer.InitialPosition(consumer.Earliest)}, opts...)...)
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { _ = c.Close() })
+	DeferCleanup(func() { _ = c.Close(context.Background()) })
 	return c
 }
 
