@@ -95,6 +95,7 @@ type cfg struct {
 	configureClient func(cluster string, o *pulsar.ClientOptions)
 	configure       func(cluster string, o *pulsar.ConsumerOptions)
 	schema          pulsar.Schema       // nil: none
+	deadLetter      *DeadLetterPolicy   // nil: none
 	decryptKeys     crypto.KeyReader    // nil: no Decryption option
 	decryptSet      bool                // Decryption was given
 	cryptoFailure   CryptoFailureAction // with decryptKeys
@@ -134,6 +135,8 @@ func (c *cfg) validate() error {
 		return badOption("AckGrouping", c.ackGroupMsgs, "messages must be >= 0")
 	case c.probeEvery <= 0:
 		return badOption("ProbeInterval", c.probeEvery, "must be > 0")
+	case c.deadLetter != nil && c.deadLetter.MaxDeliveries < 1:
+		return badOption("DeadLetter", c.deadLetter.MaxDeliveries, "MaxDeliveries must be >= 1")
 	case c.decryptSet && c.decryptKeys == nil:
 		return badOption("Decryption", "nil", "needs a key reader")
 	case c.cryptoFailure < CryptoFail || c.cryptoFailure > CryptoConsume:
@@ -275,6 +278,37 @@ func ConfigureConsumer(fn func(cluster string, o *pulsar.ConsumerOptions)) Opt {
 // the cluster, where they are incompatible. Typed decodes Values with it;
 // Message.Value stays the encoded bytes.
 func Schema(s pulsar.Schema) Opt { return optFunc(func(c *cfg) { c.schema = s }) }
+
+// DeadLetterPolicy says when a message goes to a dead-letter topic, and
+// which (see DeadLetter).
+type DeadLetterPolicy struct {
+	// MaxDeliveries is how many times a message is delivered, at most,
+	// before it goes to the dead-letter topic instead (>= 1).
+	MaxDeliveries int
+	// Topic is the dead-letter topic, the same name on every cluster;
+	// default DeadLetterTopic(topic, subscription).
+	Topic string
+	// InitialSubscription, when set, is a subscription made on the
+	// dead-letter topic as it is created, so that what is sent there is
+	// kept until it is read (a topic without subscriptions keeps nothing
+	// beyond the namespace's retention). Default: none.
+	InitialSubscription string
+}
+
+// DeadLetterTopic returns the default dead-letter topic of a subscription:
+// "<topic>-<subscription>-DLQ", pulsar-client-go's own naming.
+func DeadLetterTopic(topic, subscription string) string { return topic + "-" + subscription + "-DLQ" }
+
+// DeadLetter sends a message that was delivered p.MaxDeliveries times
+// without being acknowledged (each Nack, or a redelivery after a consumer
+// left a Shared or KeyShared subscription, counts) to a dead-letter topic
+// instead of delivering it again: pulsar-client-go's DLQPolicy. Each
+// cluster's messages go to the dead-letter topic of that cluster (the same
+// name on every cluster, the broker creating it on first use), written by
+// the cluster's consumer with the message's key, value and properties,
+// and are then acknowledged on the subscription. A message dead-lettered
+// is not delivered and not counted in Health.
+func DeadLetter(p DeadLetterPolicy) Opt { return optFunc(func(c *cfg) { c.deadLetter = &p }) }
 
 // CryptoFailureAction is what a cluster's consumer does with a message it
 // cannot decrypt (its key reader cannot read the key the message names, or

@@ -129,6 +129,13 @@ func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
 	if sc.schema != nil {
 		o.Schema = sc.schema
 	}
+	if d := sc.deadLetter; d != nil {
+		topic := d.Topic
+		if topic == "" {
+			topic = DeadLetterTopic(sc.topic, sc.subscription)
+		}
+		o.DLQ = &pulsar.DLQPolicy{MaxDeliveries: uint32(d.MaxDeliveries), DeadLetterTopic: topic, InitialSubscriptionName: d.InitialSubscription}
+	}
 	if sc.decryptKeys != nil {
 		// A copy per cluster: pulsar-client-go stores the MessageCrypto
 		// it makes in the struct it is given.

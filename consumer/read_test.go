@@ -77,3 +77,26 @@ func TestDecryptionOptions(t *testing.T) {
 		assert.ErrorIs(t, c.validate(), ErrBadOption)
 	}
 }
+
+// DeadLetter becomes pulsar-client-go's DLQPolicy on every cluster, with
+// pulsar-client-go's default name when none is given.
+func TestDeadLetterOptions(t *testing.T) {
+	c := defaultCfg()
+	c.topic, c.subscription = "persistent://public/default/orders", "billing"
+	DeadLetter(DeadLetterPolicy{MaxDeliveries: 3, InitialSubscription: "audit"}).apply(&c)
+	require.NoError(t, c.validate())
+	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, 1)
+	require.NoError(t, err)
+	require.NotNil(t, o.DLQ)
+	assert.Equal(t, uint32(3), o.DLQ.MaxDeliveries)
+	assert.Equal(t, "persistent://public/default/orders-billing-DLQ", o.DLQ.DeadLetterTopic)
+	assert.Equal(t, "audit", o.DLQ.InitialSubscriptionName)
+
+	DeadLetter(DeadLetterPolicy{MaxDeliveries: 1, Topic: "poison"}).apply(&c)
+	o, err = consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, 1)
+	require.NoError(t, err)
+	assert.Equal(t, "poison", o.DLQ.DeadLetterTopic)
+
+	DeadLetter(DeadLetterPolicy{}).apply(&c)
+	assert.ErrorIs(t, c.validate(), ErrBadOption)
+}
