@@ -52,22 +52,22 @@ type Message struct {
 // Raw is the pulsar-client-go message, for fields keyroute does not copy.
 func (m *Message) Raw() pulsar.Message { return m.raw }
 
-// fill sets m from raw, read from cluster k.
+// fill sets m from raw, read from cluster k. It writes field by field:
+// m is on the heap, and a composite literal would be built aside and
+// copied over with a bulk write barrier.
 func (m *Message) fill(raw pulsar.Message, k *cluster) {
 	mid := raw.ID()
-	*m = Message{
-		Key:             raw.Key(),
-		OrderingKey:     raw.OrderingKey(),
-		Value:           raw.Payload(),
-		NullValue:       raw.IsNullValue(),
-		Properties:      raw.Properties(),
-		EventTime:       raw.EventTime(),
-		PublishTime:     raw.PublishTime(),
-		RedeliveryCount: raw.RedeliveryCount(),
-		ID:              ID{Cluster: k.name, Partition: int(mid.PartitionIdx()), Pulsar: mid},
-		raw:             raw,
-		k:               k,
-	}
+	m.Key = raw.Key()
+	m.OrderingKey = raw.OrderingKey()
+	m.Value = raw.Payload()
+	m.NullValue = raw.IsNullValue()
+	m.Properties = raw.Properties()
+	m.EventTime = raw.EventTime()
+	m.PublishTime = raw.PublishTime()
+	m.RedeliveryCount = raw.RedeliveryCount()
+	m.ID = ID{Cluster: k.name, Partition: int(mid.PartitionIdx()), Pulsar: mid}
+	m.raw = raw
+	m.k = k
 }
 
 // slabSize is how many Messages Receive carves from one allocation.

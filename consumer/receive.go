@@ -59,16 +59,42 @@ func (c *Consumer) Receive(ctx context.Context) (*Message, error) {
 // messages keep their order within the batch and from one batch to the
 // next. It returns ErrBadMax for max < 1.
 func (c *Consumer) ReceiveBatch(ctx context.Context, max int) ([]Message, error) {
-	if c == nil {
-		return nil, ErrClosed
-	}
 	if max < 1 {
 		return nil, fmt.Errorf("%w: ReceiveBatch(%d)", ErrBadMax, max)
+	}
+	var ms []Message
+	_, err := c.receiveBatch(ctx, func(held int) []Message {
+		ms = make([]Message, min(held, max))
+		return ms
+	})
+	return ms, err
+}
+
+// ReceiveInto is ReceiveBatch into buf, which the caller owns and may use
+// again: it fills buf[:n] with up to len(buf) messages the clusters hold
+// when it is called (waiting only while there is none) and returns n. It
+// allocates nothing. A Message in buf is overwritten by the next
+// ReceiveInto into it: acknowledge or nack it first (Ack and Nack read it
+// only during the call), and copy what you keep. It returns ErrBadMax for
+// an empty buf.
+func (c *Consumer) ReceiveInto(ctx context.Context, buf []Message) (int, error) {
+	if len(buf) == 0 {
+		return 0, fmt.Errorf("%w: ReceiveInto with an empty buffer", ErrBadMax)
+	}
+	return c.receiveBatch(ctx, func(held int) []Message { return buf[:min(held, len(buf))] })
+}
+
+// receiveBatch waits for a message, then fills the slice room returns for
+// the number of messages the clusters hold (at least 1), the clusters
+// taking turns, and returns how many it filled (at least one).
+func (c *Consumer) receiveBatch(ctx context.Context, room func(held int) []Message) (int, error) {
+	if c == nil {
+		return 0, ErrClosed
 	}
 	for {
 		p, err := c.enter(ctx)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		cm, k, err := c.first(ctx, p)
 		if err != nil {
@@ -76,23 +102,23 @@ func (c *Consumer) ReceiveBatch(ctx context.Context, max int) ([]Message, error)
 			if err == errSeekBegun {
 				continue
 			}
-			return nil, err
+			return 0, err
 		}
-		ms := make([]Message, 1, c.held(max))
+		ms := room(c.held())
 		ms[0].fill(cm.Message, k)
-		for len(ms) < cap(ms) {
-			cm, k, ok := c.poll(k.idx + 1)
-			if !ok {
+		n := 1
+		for ; n < len(ms); n++ {
+			var ok bool
+			if cm, k, ok = c.poll(k.idx + 1); !ok {
 				break
 			}
-			ms = ms[:len(ms)+1]
-			ms[len(ms)-1].fill(cm.Message, k)
+			ms[n].fill(cm.Message, k)
 		}
 		c.gate.RUnlock()
-		for i := range ms {
+		for i := range ms[:n] {
 			c.delivered(ms[i].k, &ms[i])
 		}
-		return ms, nil
+		return n, nil
 	}
 }
 
@@ -207,14 +233,14 @@ func (c *Consumer) poll(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
 	return pulsar.ConsumerMessage{}, nil, false
 }
 
-// held is how many messages the clusters' channels hold, plus one, at
-// most max: a batch's capacity.
-func (c *Consumer) held(max int) int {
+// held is how many messages the clusters' channels hold, plus one: a
+// batch's size, counted after its first message is taken.
+func (c *Consumer) held() int {
 	n := 1
 	for _, k := range c.clusters {
 		n += len(k.in)
 	}
-	return min(n, max)
+	return n
 }
 
 // delivered counts and observes a message handed to the caller.

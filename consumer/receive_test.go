@@ -194,3 +194,53 @@ func TestReceiveAndAckAllocateNothingPerMessage(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// Within a batch the clusters take turns message by message.
+func TestReceiveBatchInterleavesClusters(t *testing.T) {
+	ctx := context.Background()
+	bed := newFakeBed(16)
+	c := newConsumer(t, bed, 2)
+	for i := range 4 {
+		bed.stream("c1").push(0, "a", fmt.Sprint(i))
+		bed.stream("c2").push(0, "b", fmt.Sprint(i))
+	}
+	ms, err := c.ReceiveBatch(ctx, 8)
+	require.NoError(t, err)
+	require.Len(t, ms, 8)
+	for i := 1; i < len(ms); i++ {
+		assert.NotEqual(t, ms[i-1].ID.Cluster, ms[i].ID.Cluster, "message %d: the clusters alternate", i)
+	}
+}
+
+// ReceiveInto fills the caller's buffer, allocating nothing, and the
+// messages in it acknowledge as any other.
+func TestReceiveIntoAllocatesNothing(t *testing.T) {
+	ctx := context.Background()
+	bed := newFakeBed(4096)
+	c := newConsumer(t, bed, 3)
+	for _, name := range []string{"c1", "c2", "c3"} {
+		s := bed.stream(name)
+		s.quiet = true
+		for range 1200 {
+			s.push(0, "k", "v")
+		}
+	}
+	_, err := c.ReceiveInto(ctx, nil)
+	require.ErrorIs(t, err, consumer.ErrBadMax)
+	buf := make([]consumer.Message, 16)
+	total := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		n, err := c.ReceiveInto(ctx, buf)
+		if err != nil || n < 1 || n > len(buf) {
+			panic(fmt.Sprint(n, err))
+		}
+		for i := range buf[:n] {
+			if err := c.Ack(ctx, &buf[i]); err != nil {
+				panic(err)
+			}
+		}
+		total += n
+	})
+	assert.Zero(t, allocs)
+	assert.Greater(t, total, 101, "batches of more than one")
+}

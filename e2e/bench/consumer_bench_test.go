@@ -50,7 +50,8 @@ type consumerRig struct {
 
 // BenchmarkConsumer: client CPU per message of the keyroute consumer
 // (one Consumer over the -clusters clusters, each message taken with
-// Receive and acked; and the same with ReceiveBatch) against one plain pulsar-client-go consumer per
+// Receive and acked; the same with ReceiveBatch, and with ReceiveInto and
+// one buffer) against one plain pulsar-client-go consumer per
 // cluster (same Exclusive subscription, same receiver queue, each read
 // from its own Chan by a goroutine that acks), on the same pre-produced
 // load, in -rounds interleaved rounds; the last sub-benchmark reports the
@@ -61,6 +62,7 @@ func BenchmarkConsumer(b *testing.B) {
 		{"raw", rig.readRaw},
 		{"keyroute", rig.readKeyroute},
 		{"batch", rig.readBatch},
+		{"into", rig.readInto},
 	}
 	// One whole unmeasured read first: the brokers' read path (and the
 	// bookies' caches) settle before any figure.
@@ -190,6 +192,25 @@ func (r *consumerRig) readBatch(b *testing.B, sub string, n int) int {
 			}
 		}
 		return len(ms), nil
+	}, n)
+}
+
+// readInto takes n messages with one keyroute Consumer's ReceiveInto, into
+// one buffer of batchMax messages, and acks each.
+func (r *consumerRig) readInto(b *testing.B, sub string, n int) int {
+	b.Helper()
+	buf := make([]consumer.Message, batchMax)
+	return r.withConsumer(b, sub, func(ctx context.Context, c *consumer.Consumer) (int, error) {
+		got, err := c.ReceiveInto(ctx, buf)
+		if err != nil {
+			return 0, err
+		}
+		for i := range buf[:got] {
+			if err := c.Ack(ctx, &buf[i]); err != nil {
+				return i, err
+			}
+		}
+		return got, nil
 	}, n)
 }
 
