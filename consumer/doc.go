@@ -9,7 +9,7 @@
 //	broker (cluster c, partition p) -> pulsar-client-go's receiver queue
 //	  (MaxBuffered, split over the partitions of every cluster) -> c's
 //	  pulsar-client-go consumer channel (every partition of c, in order)
-//	Receive(ctx) / ReceiveBatch(ctx, max): the caller's goroutine takes
+//	Receive / ReceiveBatch / ReceiveInto: the caller's goroutine takes
 //	  from the clusters' channels in turn (a busy cluster cannot starve
 //	  the others), and waits on all of them only when all are empty (a
 //	  silent or unreachable cluster holds nobody up); Observer.OnReceive
@@ -21,7 +21,8 @@
 // caller of Receive or ReceiveBatch, and the Consumer reads nothing ahead
 // of its caller: what is not taken stays in pulsar-client-go's queues.
 // ReceiveBatch returns up to max messages already there in one
-// allocation, in the manner of franz-go's PollFetches.
+// allocation, in the manner of franz-go's PollFetches; ReceiveInto fills a
+// buffer the caller reuses and allocates nothing.
 //
 // # Ordering
 //

@@ -16,7 +16,8 @@ package consumer
 //     subscription, return their error without being observed);
 //   - OnNack after each Nack and NackID, on the caller's goroutine.
 //
-// Observers must not modify the message.
+// Observers must not modify the message, nor keep it past the call
+// (ReceiveInto hands over Messages in a buffer the caller reuses).
 type Observer interface {
 	OnReceive(m *Message)
 	OnAck(id ID, err error)

@@ -57,7 +57,8 @@ func (c *Consumer) Receive(ctx context.Context) (*Message, error) {
 // none; messages that come while it takes are left for the next call.
 // The clusters take turns message by message, and each partition's
 // messages keep their order within the batch and from one batch to the
-// next. It returns ErrBadMax for max < 1.
+// next. ReceiveInto costs less: it allocates nothing. It returns ErrBadMax
+// for max < 1.
 func (c *Consumer) ReceiveBatch(ctx context.Context, max int) ([]Message, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("%w: ReceiveBatch(%d)", ErrBadMax, max)
