@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/keyroute/keyroute/consumer"
 	"github.com/keyroute/keyroute/consumer/consumertest"
 	"github.com/keyroute/keyroute/topology"
@@ -254,4 +256,30 @@ func ExampleConsumer_Health() {
 	// Output:
 	// east connected=true delivered=0 acked=0 backlog=-1
 	// west connected=true delivered=1 acked=1 backlog=-1
+}
+
+// Typed decodes each value with the Consumer's schema: the read side of
+// the producer's Typed[T].
+func ExampleTyped() {
+	ctx := context.Background()
+	fake := consumertest.New()
+	c, err := consumer.New(ctx, consumertest.Topology("east"), consumer.Topic("orders"),
+		consumer.Subscription("billing"), consumer.Schema(pulsar.NewStringSchema(nil)), fake.Opt())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	typed, err := consumer.NewTyped[string](c)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = fake.Cluster("east").Publish(0, consumertest.Message{Key: "order-1", Value: []byte("paid")})
+	m, v, err := typed.Receive(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(m.Key, v)
+	_ = c.Ack(ctx, m)
+	// Output:
+	// order-1 paid
 }

@@ -3,6 +3,8 @@ package consumer
 import (
 	"context"
 	"fmt"
+
+	"github.com/apache/pulsar-client-go/pulsar"
 )
 
 // Typed reads values of type T, decoded with the schema the Consumer was
@@ -37,10 +39,28 @@ func (t *Typed[T]) Decode(m *Message) (T, error) {
 	if m.NullValue {
 		return v, nil
 	}
-	if err := t.c.cfg.schema.Decode(m.Value, &v); err != nil {
+	if err := decode(t.c.cfg.schema, m.Value, &v); err != nil {
 		return v, fmt.Errorf("%w: message %s with the schema %q: %w", ErrDecode, m.ID, t.c.cfg.schema.GetSchemaInfo().Name, err)
 	}
 	return v, nil
+}
+
+// decode decodes b into v with s. pulsar-client-go v0.21.0's StringSchema
+// decodes into a **string, aliasing b, and panics on a *string: a string
+// is copied out of b here instead. A schema that panics is an error.
+func decode[T any](s pulsar.Schema, b []byte, v *T) (err error) {
+	if _, ok := s.(*pulsar.StringSchema); ok {
+		if sv, ok := any(v).(*string); ok {
+			*sv = string(b)
+			return nil
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the schema's Decode panicked: %v", r)
+		}
+	}()
+	return s.Decode(b, v)
 }
 
 // Receive takes the next message as Consumer.Receive does and decodes it.

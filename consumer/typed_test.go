@@ -50,3 +50,27 @@ func TestTypedDecodesWithTheSchema(t *testing.T) {
 	assert.Contains(t, err.Error(), m.ID.String())
 	require.NoError(t, c2.Ack(ctx, m))
 }
+
+// A string schema decodes into a string (pulsar-client-go's StringSchema
+// wants a **string and panics on a *string); a value of a type the
+// schema cannot fill is an ErrDecode error, never a panic.
+func TestTypedStringAndMismatch(t *testing.T) {
+	ctx := context.Background()
+	fake := consumertest.New()
+	c, err := consumer.New(ctx, consumertest.Topology("east"), consumer.Topic("t"), consumer.Subscription("s"),
+		consumer.Schema(pulsar.NewStringSchema(nil)), fake.Opt())
+	require.NoError(t, err)
+	defer c.Close(ctx)
+	require.NoError(t, fake.Cluster("east").Publish(0, consumertest.Message{Key: "k", Value: []byte("hello")}))
+	m, err := c.Receive(ctx)
+	require.NoError(t, err)
+	s, err := consumer.NewTyped[string](c)
+	require.NoError(t, err)
+	v, err := s.Decode(m)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", v)
+	n, err := consumer.NewTyped[int](c)
+	require.NoError(t, err)
+	_, err = n.Decode(m)
+	assert.ErrorIs(t, err, consumer.ErrDecode)
+}
