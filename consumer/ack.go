@@ -3,6 +3,8 @@ package consumer
 import (
 	"context"
 	"errors"
+
+	"github.com/apache/pulsar-client-go/pulsar"
 )
 
 // Ack acknowledges m on its cluster. With AckGrouping (the default) the
@@ -19,11 +21,11 @@ func (c *Consumer) Ack(ctx context.Context, m *Message) error {
 	if m.raw == nil {
 		return c.AckID(ctx, m.ID)
 	}
-	k, err := c.owner(m.ID, "ack")
+	k, err := c.from(m, "ack")
 	if err != nil {
 		return err
 	}
-	return c.acked(ctx, k, m.ID, "ack", func() error { return k.link.stream.Ack(m.raw) })
+	return c.acked(ctx, k, ackMsg, m.ID, m.raw)
 }
 
 // AckID acknowledges the message id names (see Ack).
@@ -32,7 +34,7 @@ func (c *Consumer) AckID(ctx context.Context, id ID) error {
 	if err != nil {
 		return err
 	}
-	return c.acked(ctx, k, id, "ack", func() error { return k.link.stream.AckID(id.Pulsar) })
+	return c.acked(ctx, k, ackID, id, nil)
 }
 
 // AckCumulative acknowledges m and every message before it in its
@@ -55,7 +57,7 @@ func (c *Consumer) AckIDCumulative(ctx context.Context, id ID) error {
 	if err != nil {
 		return err
 	}
-	return c.acked(ctx, k, id, "ack cumulative", func() error { return k.link.stream.AckIDCumulative(id.Pulsar) })
+	return c.acked(ctx, k, ackCumulative, id, nil)
 }
 
 // Nack tells m's cluster that m was not processed: it comes again after
@@ -64,7 +66,7 @@ func (c *Consumer) Nack(m *Message) error {
 	if m == nil {
 		return ErrNilMessage
 	}
-	k, err := c.owner(m.ID, "nack")
+	k, err := c.from(m, "nack")
 	if err != nil {
 		return err
 	}
@@ -109,14 +111,54 @@ func (c *Consumer) owner(id ID, op string) (*cluster, error) {
 	return k, nil
 }
 
-// acked runs ack, waiting at most until ctx ends when it waits for the
-// broker (AckWithResponse), counts and observes its outcome.
-func (c *Consumer) acked(ctx context.Context, k *cluster, id ID, op string, ack func() error) error {
+// from returns the cluster m was read from: the one it names when this
+// Consumer read it, else the one its ID names (see owner).
+func (c *Consumer) from(m *Message, op string) (*cluster, error) {
+	if k := m.k; k != nil && k.owner == c && m.ID.Cluster == k.name && m.ID.Pulsar != nil {
+		if c.closed.Load() {
+			return nil, clusterErr(k.name, op, ErrClosed)
+		}
+		return k, nil
+	}
+	return c.owner(m.ID, op)
+}
+
+// ackKind is which acknowledgement to send.
+type ackKind uint8
+
+const (
+	ackMsg        ackKind = iota // Ack(raw)
+	ackID                        // AckID(id)
+	ackCumulative                // AckIDCumulative(id)
+)
+
+func (a ackKind) op() string {
+	if a == ackCumulative {
+		return "ack cumulative"
+	}
+	return "ack"
+}
+
+// send hands the acknowledgement to k's pulsar-client-go consumer.
+func (k *cluster) send(a ackKind, id ID, raw pulsar.Message) error {
+	switch a {
+	case ackMsg:
+		return k.link.stream.Ack(raw)
+	case ackCumulative:
+		return k.link.stream.AckIDCumulative(id.Pulsar)
+	}
+	return k.link.stream.AckID(id.Pulsar)
+}
+
+// acked sends an acknowledgement, waiting at most until ctx ends when it
+// waits for the broker (AckWithResponse), and counts and observes its
+// outcome.
+func (c *Consumer) acked(ctx context.Context, k *cluster, a ackKind, id ID, raw pulsar.Message) error {
 	var err error
 	if !c.cfg.ackWithResponse || ctx.Done() == nil {
-		err = ack()
+		err = k.send(a, id, raw)
 	} else {
-		err = c.ackUntil(ctx, ack)
+		err = c.ackUntil(ctx, k, a, id, raw)
 	}
 	if err == nil {
 		k.acked.Add(1)
@@ -124,27 +166,28 @@ func (c *Consumer) acked(ctx context.Context, k *cluster, id ID, op string, ack 
 	if obs := c.cfg.observer; obs != nil {
 		obs.OnAck(id, err)
 	}
-	return clusterErr(k.name, op, err)
+	return clusterErr(k.name, a.op(), err)
 }
 
-// ackUntil runs ack on a goroutine of its own and waits for it until ctx
-// ends. The goroutine ends when pulsar-client-go answers, at the latest
-// when Close closes the cluster's consumer; Close waits for it.
-func (c *Consumer) ackUntil(ctx context.Context, ack func() error) error {
+// ackUntil sends an acknowledgement on a goroutine of its own and waits
+// for it until ctx ends. The goroutine ends when pulsar-client-go
+// answers, at the latest when Close closes the cluster's consumer; Close
+// waits for it.
+func (c *Consumer) ackUntil(ctx context.Context, k *cluster, a ackKind, id ID, raw pulsar.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	done := make(chan error, 1)
-	c.ackMu.Lock()
+	c.mu.Lock()
 	if c.closed.Load() {
-		c.ackMu.Unlock()
+		c.mu.Unlock()
 		return ErrClosed
 	}
 	c.acks.Add(1)
-	c.ackMu.Unlock()
+	c.mu.Unlock()
 	go func() {
 		defer c.acks.Done()
-		done <- ack()
+		done <- k.send(a, id, raw)
 	}()
 	select {
 	case err := <-done:

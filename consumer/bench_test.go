@@ -21,7 +21,7 @@ func BenchmarkMerge(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer c.Close()
+			defer c.Close(context.Background())
 			feed(b, bed, n, b.N)
 			ctx := context.Background()
 			b.ReportAllocs()

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/keyroute/keyroute/topology"
 )
 
@@ -15,24 +17,35 @@ import (
 // topology as one stream. It is safe for concurrent use.
 type Consumer struct {
 	cfg      cfg
-	clusters []*cluster // in topology order
+	clusters []*cluster // in topology order; clusters[i].idx == i
 	byName   map[string]*cluster
 
-	// out is the merged stream: unbuffered, so a message is either in a
-	// cluster's pump or taken by the caller, never in between (SeekByTime
-	// relies on that), and the pumps blocked on it take turns in the order
-	// they blocked (the Go runtime queues blocked senders first in, first
-	// out), which is what keeps a busy cluster from starving the others.
-	// It is closed once every pump has stopped.
+	// rotor is the index of the cluster a take tries first: the one after
+	// the cluster of the last message taken, so that the clusters that
+	// have messages take turns (a busy cluster cannot starve the others).
+	rotor atomic.Uint32
+	// slab is where Receive carves its Messages from (see carve).
+	slab atomic.Pointer[slab]
+
+	// gate orders takes against SeekByTime: a take holds it shared
+	// (RLock) from reading the state until the message is out of the
+	// clusters' channels; a seek holds it alone while pulsar-client-go
+	// seeks. state is the seek state, read under the gate (see pause).
+	gate  sync.RWMutex
+	state atomic.Pointer[pause]
+
+	// out is Chan's channel, made on the first Chan call and fed by a
+	// goroutine of its own (feed); nil until then. Guarded by mu.
 	out chan *Message
 
 	closing   chan struct{} // closed when Close begins
+	closeDone chan struct{} // closed when Close's closing has ended
 	closed    atomic.Bool
 	closeOnce sync.Once
-	pumps     sync.WaitGroup // the pumps and the monitor
+	bg        sync.WaitGroup // the monitor and feed
 	probes    sync.WaitGroup // probes in flight
 	acks      sync.WaitGroup // acks waited for on goroutines of their own (ackUntil)
-	ackMu     sync.Mutex     // orders acks.Add before Close's acks.Wait
+	mu        sync.Mutex     // orders acks.Add and bg.Add (feed) before Close's waits; guards out
 	seekMu    sync.Mutex     // one SeekByTime at a time
 	detach    func()         // from the shared clients (WithClients); nil without
 }
@@ -40,15 +53,13 @@ type Consumer struct {
 // cluster is the Consumer's state for one cluster.
 type cluster struct {
 	name  string
+	idx   uint32 // in Consumer.clusters
+	owner *Consumer
 	admin *admin // the admin API; nil when the topology gives none
 	link  *link
+	in    <-chan pulsar.ConsumerMessage // link.stream.Chan()
 
-	// pause takes a SeekByTime's resume channel: the pump drops the
-	// message it holds (read before the seek) and waits until resume is
-	// closed.
-	pause chan chan struct{}
-
-	delivered   atomic.Uint64 // taken by the caller
+	delivered   atomic.Uint64 // handed to the caller
 	acked       atomic.Uint64
 	nacked      atomic.Uint64
 	redelivered atomic.Uint64 // delivered with a RedeliveryCount above 0
@@ -95,7 +106,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			links[i], errs[i] = c.connect.connect(ctx, cl, subConfig{cfg: c, share: max(1, c.maxBuffered/n), admin: admins[i]})
+			links[i], errs[i] = c.connect.connect(ctx, cl, subConfig{cfg: c, cluster: cl.Name, share: max(1, c.maxBuffered/n), admin: admins[i]})
 		}()
 	}
 	wg.Wait()
@@ -112,54 +123,26 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 		}
 		return nil, err
 	}
-	co := &Consumer{cfg: c, byName: make(map[string]*cluster, n), out: make(chan *Message), closing: make(chan struct{})}
+	co := &Consumer{cfg: c, byName: make(map[string]*cluster, n), closing: make(chan struct{}), closeDone: make(chan struct{})}
+	co.state.Store(&pause{begin: make(chan struct{})})
 	for i, cl := range topo.Clusters {
-		k := &cluster{name: cl.Name, admin: admins[i], link: links[i], pause: make(chan chan struct{})}
+		k := &cluster{name: cl.Name, idx: uint32(i), owner: co, admin: admins[i], link: links[i], in: links[i].stream.Chan()}
 		k.probeOK.Store(true)
 		co.clusters = append(co.clusters, k)
 		co.byName[cl.Name] = k
 	}
 	if c.clients != nil {
-		detach, err := c.clients.Attach(func() { _ = co.Close() })
+		detach, err := c.clients.Attach(func() { _ = co.Close(context.Background()) })
 		if err != nil {
 			co.closeLinks()
 			return nil, err
 		}
 		co.detach = detach
 	}
-	co.pumps.Add(len(co.clusters) + 1)
-	for _, k := range co.clusters {
-		go co.pump(k)
-	}
+	co.bg.Add(1)
 	go co.monitor()
-	go func() {
-		co.pumps.Wait()
-		close(co.out)
-	}()
 	return co, nil
 }
-
-// Receive returns the next message of the merged stream. It blocks until
-// one comes, ctx ends (the error matches ctx.Err()) or the Consumer is
-// closed (ErrClosed).
-func (c *Consumer) Receive(ctx context.Context) (*Message, error) {
-	if c == nil {
-		return nil, ErrClosed
-	}
-	select {
-	case m, ok := <-c.out:
-		if !ok {
-			return nil, ErrClosed
-		}
-		return m, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// Chan returns the merged stream as a channel, the same one Receive reads:
-// each message goes to exactly one of them. It is closed after Close.
-func (c *Consumer) Chan() <-chan *Message { return c.out }
 
 // Topic returns the topic the Consumer reads.
 func (c *Consumer) Topic() string { return c.cfg.topic }
@@ -167,31 +150,48 @@ func (c *Consumer) Topic() string { return c.cfg.topic }
 // Subscription returns the subscription name.
 func (c *Consumer) Subscription() string { return c.cfg.subscription }
 
-// Close stops the stream (Receive returns ErrClosed, Chan is closed), then
-// closes every cluster's pulsar-client-go consumer, which sends the
-// acknowledgements still grouped, and client. Messages received from the
-// brokers but not taken are not acknowledged: they come again to the
-// subscription. Close waits for every goroutine the Consumer started; a
-// probe in flight against an unreachable cluster can hold it up to that
-// cluster's operation timeout. Calls after Close return ErrClosed.
-func (c *Consumer) Close() error {
+// Close stops the stream (Receive and ReceiveBatch return ErrClosed, Chan
+// is closed), then closes every cluster's pulsar-client-go consumer, which
+// sends the acknowledgements still grouped, and client. Messages received
+// from the brokers but not taken are not acknowledged: they come again to
+// the subscription. ctx bounds the wait for the clusters: a consumer of an
+// unreachable cluster takes up to that cluster's operation timeout to
+// close, and so may a probe or an AckWithResponse in flight. When ctx ends
+// first, Close returns an error matching ctx.Err() and the closing goes
+// on in the background (its grouped acknowledgements may not be sent yet);
+// a later Close waits for it again. Otherwise Close returns nil once every
+// goroutine the Consumer started has ended. Calls other than Close and
+// Health after Close return ErrClosed.
+func (c *Consumer) Close(ctx context.Context) error {
 	if c == nil {
 		return ErrClosed
 	}
 	c.closeOnce.Do(func() {
-		c.ackMu.Lock()
+		c.mu.Lock()
 		c.closed.Store(true)
-		c.ackMu.Unlock()
-		close(c.closing)
-		c.pumps.Wait()
-		c.closeLinks()
-		c.probes.Wait()
-		c.acks.Wait()
-		if c.detach != nil {
-			c.detach()
+		if c.out == nil { // Chan never called: it returns a closed channel
+			c.out = make(chan *Message)
+			close(c.out)
 		}
+		c.mu.Unlock()
+		close(c.closing)
+		c.bg.Wait() // the monitor and Chan's goroutine end at once
+		go func() {
+			defer close(c.closeDone)
+			c.closeLinks()
+			c.probes.Wait()
+			c.acks.Wait()
+			if c.detach != nil {
+				c.detach()
+			}
+		}()
 	})
-	return nil
+	select {
+	case <-c.closeDone:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("consumer: Close: the clusters' consumers are still closing: %w", ctx.Err())
+	}
 }
 
 // closeLinks closes every cluster's consumer, then its client (when the

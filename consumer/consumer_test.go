@@ -27,7 +27,7 @@ func newConsumer(t *testing.T, bed *fakeBed, clusters int, opts ...consumer.Opt)
 	opts = append([]consumer.Opt{consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect)}, opts...)
 	c, err := consumer.New(context.Background(), topo(clusters), opts...)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c
 }
 
@@ -70,7 +70,7 @@ func TestMergeKeepsPartitionOrder(t *testing.T) {
 	assert.Len(t, next, 6)
 	var received uint64
 	for _, h := range c.Health(context.Background()) {
-		received += h.Received
+		received += h.Delivered
 		assert.Equal(t, int64(-1), h.Backlog, "no admin URL: backlog unknown")
 	}
 	assert.Equal(t, uint64(3*2*perPart), received)
@@ -135,7 +135,7 @@ func TestAckRoutesToTheMessagesCluster(t *testing.T) {
 	require.NoError(t, c.AckID(ctx, id))
 
 	h := c.Health(context.Background())[1]
-	assert.Equal(t, uint64(1), h.Received)
+	assert.Equal(t, uint64(1), h.Delivered)
 	assert.Equal(t, uint64(4), h.Acked)
 	assert.Equal(t, uint64(2), h.Nacked)
 	assert.Greater(t, h.Lag, time.Duration(0))
@@ -163,7 +163,7 @@ func TestAckErrorsNameTheCluster(t *testing.T) {
 	assert.Equal(t, "c1", ce.Cluster)
 	assert.Equal(t, uint64(0), c.Health(context.Background())[0].Acked, "a failed ack is not counted")
 
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 	err = c.Ack(ctx, m)
 	assert.ErrorIs(t, err, consumer.ErrClosed)
 	require.ErrorAs(t, err, &ce)
@@ -171,21 +171,47 @@ func TestAckErrorsNameTheCluster(t *testing.T) {
 }
 
 // A message read before SeekByTime and not yet taken is never delivered
-// after it.
+// after it: neither one in pulsar-client-go's channel (it drops them) nor
+// one that Chan's goroutine holds.
 func TestSeekDropsMessagesReadBeforeIt(t *testing.T) {
-	bed := newFakeBed(8)
-	c := newConsumer(t, bed, 1)
-	s := bed.stream("c1")
-	for i := range 5 {
-		s.push(0, "old", fmt.Sprint(i))
+	for _, viaChan := range []bool{false, true} {
+		t.Run(fmt.Sprint("chan=", viaChan), func(t *testing.T) {
+			bed := newFakeBed(8)
+			c := newConsumer(t, bed, 1)
+			s := bed.stream("c1")
+			for i := range 5 {
+				s.push(0, "old", fmt.Sprint(i))
+			}
+			next := func() *consumer.Message { return receive(t, c) }
+			if viaChan {
+				next = func() *consumer.Message { return <-c.Chan() }
+			}
+			require.Equal(t, "0", string(next().Value))
+			if viaChan {
+				waitFor(t, func() bool { return len(s.ch) == 3 }) // Chan's goroutine holds "1"
+			}
+			s.onSeek = func() { s.push(1, "new", "after") }
+			require.NoError(t, c.SeekByTime(context.Background(), time.Unix(0, 0)))
+			m := next()
+			assert.Equal(t, "new", m.Key, "got %q=%s, read before the seek", m.Key, m.Value)
+			assert.Len(t, s.seeks, 1)
+			assert.Equal(t, uint64(2), c.Health(context.Background())[0].Delivered, "the dropped ones are not counted")
+		})
 	}
-	require.Equal(t, "0", string(receive(t, c).Value))
-	waitFor(t, func() bool { return len(s.ch) == 3 }) // the pump holds "1"
-	s.onSeek = func() { s.push(1, "new", "after") }
+}
+
+// A Receive waiting on empty clusters when a seek begins waits on after
+// it and takes the first message of the new position.
+func TestSeekWhileReceiveWaits(t *testing.T) {
+	bed := newFakeBed(8)
+	c := newConsumer(t, bed, 2)
+	got := make(chan *consumer.Message, 1)
+	go func() { got <- receive(t, c) }()
+	s := bed.stream("c2")
+	s.onSeek = func() { s.push(0, "new", "after") }
 	require.NoError(t, c.SeekByTime(context.Background(), time.Unix(0, 0)))
-	m := receive(t, c)
-	assert.Equal(t, "new", m.Key, "got %q=%s, read before the seek", m.Key, m.Value)
-	assert.Len(t, s.seeks, 1)
+	assert.Equal(t, "new", (<-got).Key)
+	assert.Len(t, bed.stream("c1").seeks, 1)
 }
 
 func TestCloseEndsReceiveAndChan(t *testing.T) {
@@ -197,11 +223,11 @@ func TestCloseEndsReceiveAndChan(t *testing.T) {
 		_, err := c.Receive(context.Background())
 		errc <- err
 	}()
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 	assert.ErrorIs(t, <-errc, consumer.ErrClosed)
 	_, ok := <-c.Chan()
 	assert.False(t, ok, "Chan is closed after Close")
-	require.NoError(t, c.Close(), "Close twice")
+	require.NoError(t, c.Close(context.Background()), "Close twice")
 	assert.True(t, bed.stream("c1").closed && bed.stream("c2").closed)
 	assert.ErrorIs(t, c.SeekByTime(context.Background(), time.Now()), consumer.ErrClosed)
 
@@ -289,7 +315,7 @@ func TestHealthAsksTheAdminAPIForTheBacklog(t *testing.T) {
 	tp.Clusters[0].AdminURL = srv.URL
 	c, err := consumer.New(context.Background(), tp, consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect))
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	h := c.Health(context.Background())
 	assert.Equal(t, int64(17), h[0].Backlog)
 	assert.NoError(t, h[0].BacklogErr)
@@ -344,7 +370,7 @@ func TestAckWithResponseEndsWithItsCtx(t *testing.T) {
 	assert.Equal(t, uint64(0), c.Health(context.Background())[0].Acked)
 
 	closed := make(chan error, 1)
-	go func() { closed <- c.Close() }()
+	go func() { closed <- c.Close(context.Background()) }()
 	close(s.block) // the broker answers at last; Close can end
 	require.NoError(t, <-closed)
 	assert.Equal(t, []string{"ack 0:0"}, s.log(), "the acknowledgement was sent once")
@@ -373,7 +399,7 @@ func TestAdminConnectionsAreReusedAndReleased(t *testing.T) {
 	for range 5 {
 		require.Equal(t, int64(1), c.Health(context.Background())[0].Backlog)
 	}
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 	// Close closed the connection: its goroutines, the client's and the
 	// server's, are gone (they would idle for 90 s otherwise).
 	goleak.VerifyNone(t, before)
@@ -381,4 +407,25 @@ func TestAdminConnectionsAreReusedAndReleased(t *testing.T) {
 	assert.Equal(t, 1, states[http.StateNew], "one connection for five Health calls")
 	mu.Unlock()
 	assert.ErrorIs(t, c.Health(context.Background())[0].BacklogErr, consumer.ErrClosed, "no admin call after Close")
+}
+
+// Close's ctx bounds the wait for a cluster that is slow to close; the
+// closing goes on, and a later Close waits for it.
+func TestCloseEndsWithItsCtx(t *testing.T) {
+	bed := newFakeBed(1)
+	c, err := consumer.New(context.Background(), topo(2), consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect))
+	require.NoError(t, err)
+	slow := make(chan struct{})
+	s := bed.stream("c2")
+	s.mu.Lock()
+	s.slow = slow
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, c.Close(ctx), context.Canceled)
+	_, err = c.Receive(context.Background())
+	assert.ErrorIs(t, err, consumer.ErrClosed, "the stream stopped all the same")
+	close(slow)
+	require.NoError(t, c.Close(context.Background()))
+	assert.True(t, bed.stream("c2").closed)
 }

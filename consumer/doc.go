@@ -4,17 +4,25 @@
 // Data flows topology -> consumer. New subscribes one subscription name on
 // the topic on every cluster of a validated topology.Topology (on every
 // partition there), with one pulsar-client-go client and consumer per
-// cluster. The path of a message, in ten lines:
+// cluster. The path of a message, in a few lines:
 //
 //	broker (cluster c, partition p) -> pulsar-client-go's receiver queue
-//	  (MaxBuffered, split over the partitions of every cluster)
-//	c's pump goroutine: reads one message at a time, in partition order
-//	merged stream (unbuffered): the pumps offer one message each and
-//	  take turns in the order they offered (a busy cluster cannot starve
-//	  the others; a silent or unreachable one holds nobody up)
-//	Receive(ctx) or Chan(): the caller takes it; Observer.OnReceive
+//	  (MaxBuffered, split over the partitions of every cluster) -> c's
+//	  pulsar-client-go consumer channel (every partition of c, in order)
+//	Receive / ReceiveBatch / ReceiveInto: the caller's goroutine takes
+//	  from the clusters' channels in turn (a busy cluster cannot starve
+//	  the others), and waits on all of them only when all are empty (a
+//	  silent or unreachable cluster holds nobody up); Observer.OnReceive
+//	Chan(): the same, through one goroutine that hands each message over
 //	Ack / Nack / AckCumulative by message or ID -> c's pulsar-client-go
 //	  consumer (acknowledgements grouped as AckGrouping says)
+//
+// No goroutine of the Consumer stands between the brokers' client and the
+// caller of Receive or ReceiveBatch, and the Consumer reads nothing ahead
+// of its caller: what is not taken stays in pulsar-client-go's queues.
+// ReceiveBatch returns up to max messages already there in one
+// allocation, in the manner of franz-go's PollFetches; ReceiveInto fills a
+// buffer the caller reuses and allocates nothing.
 //
 // # Ordering
 //
@@ -35,7 +43,7 @@
 // Ack of the unreachable cluster's message waits until it is back:
 // acknowledge off the receive loop.) Health reports per cluster
 // whether its last probe (a topic lookup every ProbeInterval) answered,
-// the messages received, acknowledged, nacked and redelivered, the lag,
+// the messages delivered, redelivered, acknowledged and nacked, the lag,
 // and the backlog when the topology gives the cluster an admin URL. New
 // needs every cluster: it fails, naming each cluster that could not be
 // subscribed, rather than start with a part of the topic.
@@ -44,9 +52,9 @@
 //
 // A Consumer is safe for concurrent use: any number of goroutines may
 // Receive (each message goes to one of them), Ack, Nack and SeekByTime.
-// Close stops the stream first: a Receive in progress returns ErrClosed
-// and Chan is closed; then it closes the clusters' consumers, which sends
-// the grouped acknowledgements, and waits for every goroutine it started.
-// Observer methods run on the pump goroutines and on callers' goroutines
-// (see Observer).
+// Close stops the stream first: a Receive or ReceiveBatch waiting returns
+// ErrClosed and Chan is closed; then it closes the clusters' consumers,
+// which sends the grouped acknowledgements, and waits for every goroutine
+// it started. Observer methods run on the callers' goroutines and on
+// Chan's (see Observer).
 package consumer

@@ -30,6 +30,18 @@ var (
 	// a Shared or KeyShared subscription, where Pulsar allows no
 	// cumulative acknowledgement.
 	ErrCumulativeAck = errors.New("consumer: cumulative acknowledgement needs an Exclusive or Failover subscription")
+	// ErrBadMax is returned by ReceiveBatch when max is below 1.
+	ErrBadMax = errors.New("consumer: ReceiveBatch needs max >= 1")
+	// ErrDecode is returned by Typed's Decode and Receive when a
+	// message's Value does not decode with the schema; the error names
+	// the message.
+	ErrDecode = errors.New("consumer: value does not decode with the schema")
+	// ErrConsumerBusy is returned by New (in a *ClusterError, with the
+	// broker's *BrokerError) when a cluster's broker refuses the
+	// subscription because a consumer that excludes this one is attached
+	// (Pulsar's ConsumerBusy): another Exclusive consumer, or one of
+	// another type. Retry once that consumer has left.
+	ErrConsumerBusy = errors.New("consumer: subscription busy (a consumer that excludes this one is attached)")
 	// ErrNilMessage is returned by Ack, Nack and AckCumulative for a nil
 	// message.
 	ErrNilMessage = errors.New("consumer: nil message")

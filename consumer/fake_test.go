@@ -36,7 +36,7 @@ type fakeMsg struct {
 	redelivered uint32
 }
 
-func (m *fakeMsg) ID() pulsar.MessageID          { return m.id }
+func (m *fakeMsg) ID() pulsar.MessageID          { return &m.id } // no allocation
 func (m *fakeMsg) Key() string                   { return m.key }
 func (m *fakeMsg) Payload() []byte               { return m.value }
 func (m *fakeMsg) Properties() map[string]string { return m.props }
@@ -59,6 +59,8 @@ type fakeStream struct {
 	onSeek func() // called by SeekByTime after the queue is cleared
 	closed bool
 	ackErr error
+	quiet  bool          // acks are not logged (for allocation tests)
+	slow   chan struct{} // when set, Close waits until it is closed (a broker that does not answer)
 	block  chan struct{} // when set, acks wait until it is closed (a broker that does not answer)
 	waits  chan struct{} // with block: gets a value when an ack starts waiting
 }
@@ -79,6 +81,10 @@ func (s *fakeStream) Chan() <-chan pulsar.ConsumerMessage { return s.ch }
 
 func (s *fakeStream) record(op string, id pulsar.MessageID) error {
 	s.mu.Lock()
+	if s.quiet {
+		s.mu.Unlock()
+		return nil
+	}
 	if s.closed {
 		s.mu.Unlock()
 		return errors.New("fake: consumer closed")
@@ -121,6 +127,12 @@ func (s *fakeStream) SeekByTime(t time.Time) error {
 
 func (s *fakeStream) Close() {
 	s.mu.Lock()
+	slow := s.slow
+	s.mu.Unlock()
+	if slow != nil {
+		<-slow
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
 }
@@ -135,6 +147,7 @@ func (s *fakeStream) log() []string {
 type fakeBed struct {
 	mu      sync.Mutex
 	queue   int
+	shares  map[string]int // the MaxBuffered share each cluster was given
 	streams map[string]*fakeStream
 	failOn  map[string]error
 	probes  map[string]error
@@ -142,12 +155,13 @@ type fakeBed struct {
 }
 
 func newFakeBed(queue int) *fakeBed {
-	return &fakeBed{queue: queue, streams: map[string]*fakeStream{}, failOn: map[string]error{}, probes: map[string]error{}}
+	return &fakeBed{queue: queue, shares: map[string]int{}, streams: map[string]*fakeStream{}, failOn: map[string]error{}, probes: map[string]error{}}
 }
 
-func (b *fakeBed) connect(_ context.Context, cl topology.Cluster, _ int) (consumer.Stream, func() error, error) {
+func (b *fakeBed) connect(_ context.Context, cl topology.Cluster, share int) (consumer.Stream, func() error, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.shares[cl.Name] = share
 	if err := b.failOn[cl.Name]; err != nil {
 		return nil, nil, err
 	}

@@ -12,15 +12,21 @@ type ClusterHealth struct {
 	// Connected is false while the cluster's last probe failed or a probe
 	// has been unanswered for longer than ProbeInterval.
 	Connected bool
-	// Received counts the messages offered to the merged stream (taken,
-	// or held by the cluster's pump for the next Receive: at most one per
-	// cluster more than were taken); Acked,
-	// Nacked the acknowledgements made (Acked counts only those without
-	// error); Redelivered, the received messages whose RedeliveryCount was
+	// Delivered counts the messages of the cluster handed to the caller:
+	// returned by Receive or ReceiveBatch, or taken from Chan (messages
+	// received from the broker but not yet taken, or dropped by SeekByTime
+	// or Close, are not counted).
+	Delivered uint64
+	// Redelivered counts the Delivered messages whose RedeliveryCount was
 	// above 0. The broker keeps that count in memory: messages that come
 	// again after a broker restart (or a new consumer process) count 0.
-	Received, Acked, Nacked, Redelivered uint64
-	// Lag is now minus the publish time of the last message received, 0
+	Redelivered uint64
+	// Acked counts the acknowledgements (Ack, AckID, AckCumulative,
+	// AckIDCumulative; a cumulative one counts once) that reached the
+	// cluster's pulsar-client-go consumer without error; Nacked, the Nack
+	// and NackID calls.
+	Acked, Nacked uint64
+	// Lag is now minus the publish time of the last message delivered, 0
 	// before the first.
 	Lag time.Duration
 	// Backlog is the subscription's backlog on the cluster (messages not
@@ -45,7 +51,7 @@ func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 		h := &out[i]
 		*h = ClusterHealth{
 			Cluster: k.name, Connected: k.connected(c.cfg.probeEvery),
-			Received: k.delivered.Load(), Acked: k.acked.Load(), Nacked: k.nacked.Load(),
+			Delivered: k.delivered.Load(), Acked: k.acked.Load(), Nacked: k.nacked.Load(),
 			Redelivered: k.redelivered.Load(), Lag: since(k.lastPublish.Load()), Backlog: -1,
 		}
 		if k.admin == nil {
@@ -80,7 +86,7 @@ func (k *cluster) connected(interval time.Duration) bool {
 // monitor probes every cluster each ProbeInterval, one probe per cluster
 // at a time, until Close.
 func (c *Consumer) monitor() {
-	defer c.pumps.Done()
+	defer c.bg.Done()
 	t := time.NewTicker(c.cfg.probeEvery)
 	defer t.Stop()
 	for {

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -45,23 +46,49 @@ type Message struct {
 	ID              ID
 
 	raw pulsar.Message
+	k   *cluster // the cluster it was read from; nil for a Message made elsewhere
 }
 
 // Raw is the pulsar-client-go message, for fields keyroute does not copy.
 func (m *Message) Raw() pulsar.Message { return m.raw }
 
-func newMessage(raw pulsar.Message, cluster string) *Message {
+// fill sets m from raw, read from cluster k. It writes field by field:
+// m is on the heap, and a composite literal would be built aside and
+// copied over with a bulk write barrier.
+func (m *Message) fill(raw pulsar.Message, k *cluster) {
 	mid := raw.ID()
-	return &Message{
-		Key:             raw.Key(),
-		OrderingKey:     raw.OrderingKey(),
-		Value:           raw.Payload(),
-		NullValue:       raw.IsNullValue(),
-		Properties:      raw.Properties(),
-		EventTime:       raw.EventTime(),
-		PublishTime:     raw.PublishTime(),
-		RedeliveryCount: raw.RedeliveryCount(),
-		ID:              ID{Cluster: cluster, Partition: int(mid.PartitionIdx()), Pulsar: mid},
-		raw:             raw,
+	m.Key = raw.Key()
+	m.OrderingKey = raw.OrderingKey()
+	m.Value = raw.Payload()
+	m.NullValue = raw.IsNullValue()
+	m.Properties = raw.Properties()
+	m.EventTime = raw.EventTime()
+	m.PublishTime = raw.PublishTime()
+	m.RedeliveryCount = raw.RedeliveryCount()
+	m.ID = ID{Cluster: k.name, Partition: int(mid.PartitionIdx()), Pulsar: mid}
+	m.raw = raw
+	m.k = k
+}
+
+// slabSize is how many Messages Receive carves from one allocation.
+const slabSize = 32
+
+// slab is one allocation of Messages that Receive hands out one by one.
+type slab struct {
+	ms   [slabSize]Message
+	next atomic.Int32 // the next free index
+}
+
+// carve returns a zero Message that no one else holds, from the current
+// slab or a new one.
+func (c *Consumer) carve() *Message {
+	for {
+		s := c.slab.Load()
+		if s != nil {
+			if i := s.next.Add(1) - 1; i < slabSize {
+				return &s.ms[i]
+			}
+		}
+		c.slab.CompareAndSwap(s, new(slab))
 	}
 }

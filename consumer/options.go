@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/crypto"
 
 	"github.com/keyroute/keyroute"
 )
@@ -92,6 +93,12 @@ type cfg struct {
 	observer        Observer
 	logger          *slog.Logger
 	configureClient func(cluster string, o *pulsar.ClientOptions)
+	configure       func(cluster string, o *pulsar.ConsumerOptions)
+	schema          pulsar.Schema       // nil: none
+	deadLetter      *DeadLetterPolicy   // nil: none
+	decryptKeys     crypto.KeyReader    // nil: no Decryption option
+	decryptSet      bool                // Decryption was given
+	cryptoFailure   CryptoFailureAction // with decryptKeys
 	clients         *keyroute.Clients
 	connect         connector
 }
@@ -128,6 +135,12 @@ func (c *cfg) validate() error {
 		return badOption("AckGrouping", c.ackGroupMsgs, "messages must be >= 0")
 	case c.probeEvery <= 0:
 		return badOption("ProbeInterval", c.probeEvery, "must be > 0")
+	case c.deadLetter != nil && c.deadLetter.MaxDeliveries < 1:
+		return badOption("DeadLetter", c.deadLetter.MaxDeliveries, "MaxDeliveries must be >= 1")
+	case c.decryptSet && c.decryptKeys == nil:
+		return badOption("Decryption", "nil", "needs a key reader")
+	case c.cryptoFailure < CryptoFail || c.cryptoFailure > CryptoConsume:
+		return badOption("Decryption", c.cryptoFailure, "unknown failure action")
 	case c.clients != nil && (c.logger != nil || c.configureClient != nil):
 		return fmt.Errorf("%w: Logger and ConfigureClient configure the clients a Consumer opens itself: with WithClients, give them to keyroute.NewClients", ErrBadOption)
 	}
@@ -174,8 +187,10 @@ func Name(name string) Opt { return optFunc(func(c *cfg) { c.name = name }) }
 // taken by Receive or from Chan, over all clusters (default
 // DefaultMaxBuffered). It is split evenly over the partitions of every
 // cluster as pulsar-client-go's receiver queue (at least one message each),
-// so memory is bounded by MaxBuffered times the largest message, plus a
-// few messages per cluster in hand between the stages.
+// so memory is bounded by MaxBuffered times the largest message, plus the
+// up to ten messages of each cluster's pulsar-client-go consumer channel
+// and the one Chan's goroutine holds. The Consumer reads nothing ahead of
+// its caller beyond that.
 func MaxBuffered(n int) Opt { return optFunc(func(c *cfg) { c.maxBuffered = n }) }
 
 // NackRedeliveryDelay sets how long after a Nack the message comes again
@@ -237,6 +252,110 @@ func Logger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.logger = l }) 
 // options after keyroute has filled them in from the topology.
 func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
 	return optFunc(func(c *cfg) { c.configureClient = fn })
+}
+
+// ConfigureConsumer lets fn adjust each cluster's pulsar-client-go
+// consumer options after keyroute has filled them in, for what keyroute
+// does not wrap (Properties, SubscriptionProperties, PriorityLevel,
+// ReadCompacted, KeySharedPolicy, Interceptors, MaxReconnectToBroker,
+// BackOffPolicyFunc, NackBackoffPolicy, chunking limits, ...). fn runs once
+// per cluster at New, on New's goroutines. It must not change Topic,
+// Topics, TopicsPattern, SubscriptionName, Type, MessageChannel or
+// AckWithResponse, which keyroute's read path and acknowledgements rely
+// on: New fails with ErrBadOption naming the field and cluster. Options
+// it changes that keyroute also sets (ReceiverQueueSize, Name,
+// NackRedeliveryDelay, the initial position, acknowledgement grouping)
+// take fn's value: MaxBuffered no longer bounds a cluster whose
+// ReceiverQueueSize fn raised. Fakes (package consumertest) do not call
+// it.
+func ConfigureConsumer(fn func(cluster string, o *pulsar.ConsumerOptions)) Opt {
+	return optFunc(func(c *cfg) { c.configure = fn })
+}
+
+// Schema gives every cluster's consumer a pulsar-client-go schema
+// (pulsar.NewStringSchema, NewJSONSchema, NewAvroSchema, NewProtoSchema,
+// ...): the broker checks it against the topic's, and New fails, naming
+// the cluster, where they are incompatible. Typed decodes Values with it;
+// Message.Value stays the encoded bytes.
+func Schema(s pulsar.Schema) Opt { return optFunc(func(c *cfg) { c.schema = s }) }
+
+// DeadLetterPolicy says when a message goes to a dead-letter topic, and
+// which (see DeadLetter).
+type DeadLetterPolicy struct {
+	// MaxDeliveries is how many times a message is delivered, at most,
+	// before it goes to the dead-letter topic instead (>= 1).
+	MaxDeliveries int
+	// Topic is the dead-letter topic, the same name on every cluster;
+	// default DeadLetterTopic(topic, subscription).
+	Topic string
+	// InitialSubscription, when set, is a subscription made on the
+	// dead-letter topic as it is created, so that what is sent there is
+	// kept until it is read (a topic without subscriptions keeps nothing
+	// beyond the namespace's retention). Default: none.
+	InitialSubscription string
+}
+
+// DeadLetterTopic returns the default dead-letter topic of a subscription:
+// "<topic>-<subscription>-DLQ", pulsar-client-go's own naming.
+func DeadLetterTopic(topic, subscription string) string { return topic + "-" + subscription + "-DLQ" }
+
+// DeadLetter sends a message that was delivered p.MaxDeliveries times
+// without being acknowledged (each Nack, or a redelivery after a consumer
+// left a Shared or KeyShared subscription, counts) to a dead-letter topic
+// instead of delivering it again: pulsar-client-go's DLQPolicy. Each
+// cluster's messages go to the dead-letter topic of that cluster (the same
+// name on every cluster, the broker creating it on first use), written by
+// the cluster's consumer with the message's key, value and properties,
+// and are then acknowledged on the subscription. A message dead-lettered
+// is not delivered and not counted in Health.
+func DeadLetter(p DeadLetterPolicy) Opt { return optFunc(func(c *cfg) { c.deadLetter = &p }) }
+
+// CryptoFailureAction is what a cluster's consumer does with a message it
+// cannot decrypt (its key reader cannot read the key the message names, or
+// there is no Decryption). The names are pulsar-client-go's
+// (crypto.ConsumerCryptoFailureActionFail, Discard, Consume).
+type CryptoFailureAction int
+
+// Crypto failure actions.
+const (
+	// CryptoFail (the default, as in pulsar-client-go): the message is
+	// not delivered; pulsar-client-go logs it and nacks it, so it comes
+	// again after NackRedeliveryDelay and fails again until a key can
+	// read it. It holds up nothing else.
+	CryptoFail CryptoFailureAction = iota
+	// CryptoDiscard: the message is not delivered, and is acknowledged
+	// to the broker as undecryptable: it never comes again.
+	CryptoDiscard
+	// CryptoConsume: the message is delivered still encrypted: Value is
+	// the ciphertext, and Raw().GetEncryptionContext() is not nil.
+	CryptoConsume
+)
+
+var cryptoActions = [...]int{CryptoFail: crypto.ConsumerCryptoFailureActionFail,
+	CryptoDiscard: crypto.ConsumerCryptoFailureActionDiscard, CryptoConsume: crypto.ConsumerCryptoFailureActionConsume}
+
+func (a CryptoFailureAction) String() string {
+	switch a {
+	case CryptoFail:
+		return "fail"
+	case CryptoDiscard:
+		return "discard"
+	case CryptoConsume:
+		return "consume"
+	}
+	return fmt.Sprintf("CryptoFailureAction(%d)", int(a))
+}
+
+// Decryption decrypts the messages that keyroute's producer (its
+// Encryption option) or any Pulsar producer encrypted end to end:
+// keyReader reads the private key each message names
+// (crypto.NewFileKeyReader reads PEM files); onFailure says what happens
+// to a message that cannot be decrypted. Without Decryption, encrypted
+// messages are never delivered (CryptoFail: pulsar-client-go nacks them
+// over and over); messages that are not encrypted are delivered either
+// way. Each cluster's consumer gets its own copy of the settings.
+func Decryption(keyReader crypto.KeyReader, onFailure CryptoFailureAction) Opt {
+	return optFunc(func(c *cfg) { c.decryptKeys, c.cryptoFailure, c.decryptSet = keyReader, onFailure, true })
 }
 
 // WithClients makes the Consumer subscribe through cs's clients (see

@@ -4,28 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/keyroute/keyroute"
+	"github.com/keyroute/keyroute/consumer/internal/hook"
 	"github.com/keyroute/keyroute/topology"
 )
 
 // stream is the part of a pulsar-client-go consumer (over every partition
 // of the topic on one cluster) that the Consumer uses; pulsar.Consumer
-// has it. Unit tests substitute fakes.
-type stream interface {
-	Chan() <-chan pulsar.ConsumerMessage
-	Ack(pulsar.Message) error
-	AckID(pulsar.MessageID) error
-	AckCumulative(pulsar.Message) error
-	AckIDCumulative(pulsar.MessageID) error
-	Nack(pulsar.Message)
-	NackID(pulsar.MessageID)
-	SeekByTime(time.Time) error
-	Close()
-}
+// has it. Fakes substitute others (see hook.go).
+type stream = hook.Stream
 
 // link is an open subscription on one cluster.
 type link struct {
@@ -41,8 +31,9 @@ type link struct {
 // subConfig is what a connector needs to subscribe on one cluster.
 type subConfig struct {
 	cfg
-	share int    // this cluster's share of MaxBuffered
-	admin *admin // the cluster's admin API; nil without one
+	cluster string // the cluster's name
+	share   int    // this cluster's share of MaxBuffered
+	admin   *admin // the cluster's admin API; nil without one
 }
 
 // connector subscribes on one cluster.
@@ -76,7 +67,7 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, sc subC
 	l, err := subscribe(ctx, client, sc)
 	if err != nil {
 		closeClient()
-		return nil, clusterErr(cl.Name, "subscribe", err)
+		return nil, clusterErr(cl.Name, "subscribe", brokerError(err))
 	}
 	l.close = closeClient
 	return l, nil
@@ -93,23 +84,9 @@ func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	queue := max(1, sc.share/max(1, len(parts)))
-	o := pulsar.ConsumerOptions{
-		Topic:                          sc.topic,
-		SubscriptionName:               sc.subscription,
-		Type:                           subTypes[sc.subType].typ,
-		SubscriptionInitialPosition:    pulsar.SubscriptionPositionLatest,
-		Name:                           sc.name,
-		ReceiverQueueSize:              queue,
-		NackRedeliveryDelay:            sc.nackDelay,
-		AckWithResponse:                sc.ackWithResponse,
-		EnableBatchIndexAcknowledgment: sc.batchIndexAck,
-		AckGroupingOptions:             ackGrouping(sc.cfg),
-		// Small: the Consumer's own stage holds one message per cluster.
-		MessageChannel: make(chan pulsar.ConsumerMessage, min(queue, 10)),
-	}
-	if sc.position == Earliest {
-		o.SubscriptionInitialPosition = pulsar.SubscriptionPositionEarliest
+	o, err := consumerOptions(sc, len(parts))
+	if err != nil {
+		return nil, err
 	}
 	pc, err := client.Subscribe(o)
 	if err != nil {
@@ -124,6 +101,68 @@ func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, 
 			return err
 		},
 	}, nil
+}
+
+// consumerOptions returns the pulsar-client-go options of the consumer
+// on one cluster whose topic has parts partitions, after ConfigureConsumer.
+// It refuses a ConfigureConsumer that changed a field keyroute relies on.
+func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
+	queue := max(1, sc.share/max(1, parts))
+	o := pulsar.ConsumerOptions{
+		Topic:                          sc.topic,
+		SubscriptionName:               sc.subscription,
+		Type:                           subTypes[sc.subType].typ,
+		SubscriptionInitialPosition:    pulsar.SubscriptionPositionLatest,
+		Name:                           sc.name,
+		ReceiverQueueSize:              queue,
+		NackRedeliveryDelay:            sc.nackDelay,
+		AckWithResponse:                sc.ackWithResponse,
+		EnableBatchIndexAcknowledgment: sc.batchIndexAck,
+		AckGroupingOptions:             ackGrouping(sc.cfg),
+		// Small: Receive takes from it directly; the bound on memory is
+		// the receiver queues (MaxBuffered).
+		MessageChannel: make(chan pulsar.ConsumerMessage, min(queue, 10)),
+	}
+	if sc.position == Earliest {
+		o.SubscriptionInitialPosition = pulsar.SubscriptionPositionEarliest
+	}
+	if sc.schema != nil {
+		o.Schema = sc.schema
+	}
+	if d := sc.deadLetter; d != nil {
+		topic := d.Topic
+		if topic == "" {
+			topic = DeadLetterTopic(sc.topic, sc.subscription)
+		}
+		o.DLQ = &pulsar.DLQPolicy{MaxDeliveries: uint32(d.MaxDeliveries), DeadLetterTopic: topic, InitialSubscriptionName: d.InitialSubscription}
+	}
+	if sc.decryptKeys != nil {
+		// A copy per cluster: pulsar-client-go stores the MessageCrypto
+		// it makes in the struct it is given.
+		o.Decryption = &pulsar.MessageDecryptionInfo{KeyReader: sc.decryptKeys, ConsumerCryptoFailureAction: cryptoActions[sc.cryptoFailure]}
+	}
+	if sc.configure == nil {
+		return o, nil
+	}
+	want := o
+	sc.configure(sc.cluster, &o)
+	for _, f := range []struct {
+		name    string
+		changed bool
+	}{
+		{"Topic", o.Topic != want.Topic},
+		{"Topics", len(o.Topics) != 0},
+		{"TopicsPattern", o.TopicsPattern != ""},
+		{"SubscriptionName", o.SubscriptionName != want.SubscriptionName},
+		{"Type", o.Type != want.Type},
+		{"MessageChannel", o.MessageChannel != want.MessageChannel},
+		{"AckWithResponse", o.AckWithResponse != want.AckWithResponse},
+	} {
+		if f.changed {
+			return o, fmt.Errorf("%w: ConfigureConsumer changed %s on cluster %q: set it with keyroute's own option", ErrBadOption, f.name, sc.cluster)
+		}
+	}
+	return o, nil
 }
 
 // partitionSuffix marks the name of one partition of a partitioned topic.

@@ -7,42 +7,64 @@ import (
 	"time"
 )
 
+// pause is the seek state, replaced (never changed) at each step of a
+// seek and read by takes under the gate:
+//
+//   - between seeks, seeking is false and begin is open; the seek that
+//     comes next closes it, which ends the waits of takes in progress and
+//     tells Chan's goroutine to drop the message it holds (it was read
+//     before the seek);
+//   - during a seek, seeking is true and done is closed when the seek
+//     ends; takes wait for it, or for their ctx.
+//
+// A seek stores its state before it closes the previous begin and then
+// takes the gate alone: a take that read the old state under the gate
+// has its begin closed, one that reads the new state waits, so no
+// message is taken while pulsar-client-go seeks, and every message taken
+// before is either handed over already or dropped.
+type pause struct {
+	seeking bool
+	begin   chan struct{}
+	done    chan struct{}
+}
+
 // SeekByTime moves the subscription on every cluster, in parallel, to the
 // first message published at or after t: messages after it come again,
-// earlier ones are skipped. Messages read before the seek and not yet
-// taken are dropped, so the next message of a cluster taken after
-// SeekByTime returns is one of the new position. ctx bounds the waiting
-// to pause the clusters' streams; pulsar-client-go's seek itself is
-// bounded by each cluster's operation timeout. Errors name each cluster
-// that failed (*ClusterError, joined); the others have moved.
+// earlier ones are skipped. pulsar-client-go drops the messages it read
+// before the seek, and no message is taken while it seeks, so the next
+// message of a cluster taken after SeekByTime returns is one of the new
+// position (a Receive running across the call may return one taken
+// before it). ctx bounds only the wait for the gate; pulsar-client-go's
+// seek itself is bounded by each cluster's operation timeout. Errors name
+// each cluster that failed (*ClusterError, joined); the others have
+// moved.
 func (c *Consumer) SeekByTime(ctx context.Context, t time.Time) error {
 	if c == nil || c.closed.Load() {
 		return ErrClosed
 	}
 	c.seekMu.Lock()
 	defer c.seekMu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := &pause{seeking: true, done: make(chan struct{})}
+	old := c.state.Swap(p)
+	close(old.begin)
+	c.gate.Lock()
+	defer func() {
+		c.state.Store(&pause{begin: make(chan struct{})})
+		c.gate.Unlock()
+		close(p.done)
+	}()
 	errs := make([]error, len(c.clusters))
 	var wg sync.WaitGroup
 	for i, k := range c.clusters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.seek(ctx, k, t)
+			errs[i] = clusterErr(k.name, "seek", brokerError(k.link.stream.SeekByTime(t)))
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-func (c *Consumer) seek(ctx context.Context, k *cluster, t time.Time) error {
-	resume := make(chan struct{})
-	defer close(resume)
-	select {
-	case k.pause <- resume:
-	case <-c.closing:
-		return clusterErr(k.name, "seek", ErrClosed)
-	case <-ctx.Done():
-		return clusterErr(k.name, "seek", ctx.Err())
-	}
-	return clusterErr(k.name, "seek", k.link.stream.SeekByTime(t))
 }

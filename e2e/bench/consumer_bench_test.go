@@ -21,11 +21,10 @@ import (
 	"github.com/keyroute/keyroute/producer"
 )
 
-// The consumer benchmark reads one pre-produced load from several
+// The consumer benchmark reads one pre-produced load from the -clusters
 // clusters, with the keyroute consumer and with plain pulsar-client-go
 // consumers, and compares the client CPU per message.
 const (
-	consumerClusters = 3
 	// consumerLoad is the messages pre-produced over all clusters; one op
 	// reads all of them on a new subscription (ns/op is the time of one
 	// whole read, from subscribing to closing).
@@ -42,36 +41,40 @@ type consumerSide struct {
 	read func(b *testing.B, sub string, n int) int
 }
 
-// consumerRig is the benchmark's own clusters and the topic that holds
-// the load.
+// consumerRig is the topic on the benchmark's clusters that holds the
+// load.
 type consumerRig struct {
 	bed   *testbed.Bed
 	topic string
 }
 
 // BenchmarkConsumer: client CPU per message of the keyroute consumer
-// (one Consumer over consumerClusters clusters, read from Chan, each
-// message acked) against one plain pulsar-client-go consumer per cluster
-// (same Exclusive subscription, same receiver queue, each read from its
-// own Chan by a goroutine that acks), on the same pre-produced load, in
-// -rounds interleaved rounds; the last sub-benchmark reports the medians
-// and what keyroute adds. Not gated: the figures are for reading.
+// (one Consumer over the -clusters clusters, each message taken with
+// Receive and acked; the same with ReceiveBatch, and with ReceiveInto and
+// one buffer) against one plain pulsar-client-go consumer per
+// cluster (same Exclusive subscription, same receiver queue, each read
+// from its own Chan by a goroutine that acks), on the same pre-produced
+// load, in -rounds interleaved rounds; the last sub-benchmark reports the
+// medians and what keyroute adds. Not gated: the figures are for reading.
 func BenchmarkConsumer(b *testing.B) {
 	rig := startConsumerRig(b)
 	sides := []consumerSide{
 		{"raw", rig.readRaw},
 		{"keyroute", rig.readKeyroute},
+		{"batch", rig.readBatch},
+		{"into", rig.readInto},
 	}
 	// One whole unmeasured read first: the brokers' read path (and the
 	// bookies' caches) settle before any figure.
 	rig.readRaw(b, "warm", consumerLoad)
 	cpuPerMsg := map[string][]float64{}
+	allocsPerMsg := map[string][]float64{}
 	subs := 0
 	for round := 1; round <= *rounds; round++ {
 		for i := range sides {
 			side := sides[(i+round-1)%len(sides)]
-			var last float64
-			b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
+			var last, allocs float64
+			ran := b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
 				runtime.GC()
 				var m0, m1 runtime.MemStats
 				runtime.ReadMemStats(&m0)
@@ -84,34 +87,39 @@ func BenchmarkConsumer(b *testing.B) {
 				cpu, took := cpuTime()-cpu0, time.Since(t0)
 				runtime.ReadMemStats(&m1)
 				last = float64(cpu.Nanoseconds()) / float64(got)
+				allocs = float64(m1.Mallocs-m0.Mallocs) / float64(got)
 				b.ReportMetric(float64(got)/took.Seconds(), "msg/s")
 				b.ReportMetric(last, "cpu-ns/msg")
-				b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(got), "allocs/msg")
+				b.ReportMetric(allocs, "allocs/msg")
 			})
-			cpuPerMsg[side.name] = append(cpuPerMsg[side.name], last)
+			if ran {
+				cpuPerMsg[side.name] = append(cpuPerMsg[side.name], last)
+				allocsPerMsg[side.name] = append(allocsPerMsg[side.name], allocs)
+			}
 		}
 	}
 	b.Run("median", func(b *testing.B) {
-		raw, kr := median(cpuPerMsg["raw"]), median(cpuPerMsg["keyroute"])
+		raw := median(cpuPerMsg["raw"])
 		b.ReportMetric(raw, "raw-cpu-ns/msg")
-		b.ReportMetric(kr, "keyroute-cpu-ns/msg")
-		b.ReportMetric(kr-raw, "added-cpu-ns/msg")
+		b.ReportMetric(median(allocsPerMsg["raw"]), "raw-allocs/msg")
+		for _, s := range sides[1:] {
+			if len(cpuPerMsg[s.name]) == 0 || raw == 0 {
+				continue
+			}
+			kr := median(cpuPerMsg[s.name])
+			b.ReportMetric(kr, s.name+"-cpu-ns/msg")
+			b.ReportMetric(kr-raw, s.name+"-added-cpu-ns/msg")
+			b.ReportMetric(median(allocsPerMsg[s.name]), s.name+"-allocs/msg")
+		}
 	})
 }
 
-// startConsumerRig starts the clusters and pre-produces the load; the
-// clusters are stopped when the benchmark ends.
+// startConsumerRig pre-produces the load on the benchmark's clusters
+// (TestMain's, -clusters of them).
 func startConsumerRig(b *testing.B) *consumerRig {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	// The producer benchmarks' JVM settings (see TestMain).
-	bed, err := testbed.Start(ctx, testbed.Options{Clusters: consumerClusters, NamePrefix: "cbench-",
-		JVMArgs: []string{"-XX:+UseG1GC", "-Xms512m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = bed.Stop() })
 	rig := &consumerRig{bed: bed, topic: fmt.Sprintf("persistent://public/default/cbench-%d", time.Now().UnixNano())}
 	if err := produceLoad(ctx, bed, rig.topic); err != nil {
 		b.Fatal(err)
@@ -152,25 +160,80 @@ func produceLoad(ctx context.Context, bed *testbed.Bed, topic string) error {
 	return nil
 }
 
-// readKeyroute takes n messages from one keyroute Consumer's Chan and
+// readKeyroute takes n messages with one keyroute Consumer's Receive and
 // acks each.
 func (r *consumerRig) readKeyroute(b *testing.B, sub string, n int) int {
 	b.Helper()
-	c, err := consumer.New(context.Background(), r.bed.Topology(), consumer.Topic(r.topic), consumer.Subscription(sub),
-		consumer.InitialPosition(consumer.Earliest), consumer.MaxBuffered(consumerQueue*partitions*consumerClusters))
+	return r.withConsumer(b, sub, func(ctx context.Context, c *consumer.Consumer) (int, error) {
+		m, err := c.Receive(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return 1, c.Ack(ctx, m)
+	}, n)
+}
+
+// batchMax is the most messages one ReceiveBatch returns on the batch
+// side.
+const batchMax = 256
+
+// readBatch takes n messages with one keyroute Consumer's ReceiveBatch
+// and acks each.
+func (r *consumerRig) readBatch(b *testing.B, sub string, n int) int {
+	b.Helper()
+	return r.withConsumer(b, sub, func(ctx context.Context, c *consumer.Consumer) (int, error) {
+		ms, err := c.ReceiveBatch(ctx, batchMax)
+		if err != nil {
+			return 0, err
+		}
+		for i := range ms {
+			if err := c.Ack(ctx, &ms[i]); err != nil {
+				return i, err
+			}
+		}
+		return len(ms), nil
+	}, n)
+}
+
+// readInto takes n messages with one keyroute Consumer's ReceiveInto, into
+// one buffer of batchMax messages, and acks each.
+func (r *consumerRig) readInto(b *testing.B, sub string, n int) int {
+	b.Helper()
+	buf := make([]consumer.Message, batchMax)
+	return r.withConsumer(b, sub, func(ctx context.Context, c *consumer.Consumer) (int, error) {
+		got, err := c.ReceiveInto(ctx, buf)
+		if err != nil {
+			return 0, err
+		}
+		for i := range buf[:got] {
+			if err := c.Ack(ctx, &buf[i]); err != nil {
+				return i, err
+			}
+		}
+		return got, nil
+	}, n)
+}
+
+// withConsumer opens a keyroute Consumer on a new subscription, calls
+// take until it has taken n messages (a few more when a batch ends past
+// n), closes it and returns how many were taken.
+func (r *consumerRig) withConsumer(b *testing.B, sub string, take func(context.Context, *consumer.Consumer) (int, error), n int) int {
+	b.Helper()
+	ctx := context.Background()
+	c, err := consumer.New(ctx, r.bed.Topology(), consumer.Topic(r.topic), consumer.Subscription(sub),
+		consumer.InitialPosition(consumer.Earliest), consumer.MaxBuffered(consumerQueue*partitions*len(r.bed.Clusters())))
 	if err != nil {
 		b.Fatal(err)
 	}
 	taken := 0
-	for m := range c.Chan() {
-		if err := c.Ack(context.Background(), m); err != nil {
+	for taken < n {
+		got, err := take(ctx, c)
+		if err != nil {
 			b.Fatal(err)
 		}
-		if taken++; taken == n {
-			break
-		}
+		taken += got
 	}
-	if err := c.Close(); err != nil {
+	if err := c.Close(ctx); err != nil {
 		b.Fatal(err)
 	}
 	return taken

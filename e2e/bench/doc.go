@@ -3,7 +3,7 @@
 // machine: for the producer (-clusters, default one; the raw side is a
 // plain client and producer per cluster), async batched LZ4 throughput,
 // sync send latency, allocations and client CPU per message; for the
-// consumer (BenchmarkConsumer, three clusters), client CPU per message of
+// consumer (BenchmarkConsumer, -clusters too), client CPU per message of
 // one keyroute consumer against one plain consumer per cluster. Run it with
 //
 //	go test -tags e2e -run '^$' -bench . -timeout 30m ./e2e/bench/

@@ -101,12 +101,12 @@ func TestConsumerChild(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
-	if err := c.Close(); err != nil {
+	if err := c.Close(context.Background()); err != nil {
 		t.Errorf("Close: %v", err)
 	}
 	var received, acked uint64
 	for _, h := range c.Health(context.Background()) {
-		received += h.Received
+		received += h.Delivered
 		acked += h.Acked
 	}
 	out.printf("done %d %d", received, acked)

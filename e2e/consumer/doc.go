@@ -7,7 +7,7 @@
 //   - order and completeness: 200,000 messages over 10,000 keys, read by
 //     ONE consumer: every message the producer acknowledged arrives, in
 //     per-key send order, none lost, no duplicate; Health then counts them
-//     all received and acknowledged, and the backlog on every cluster
+//     all delivered and acknowledged, and the backlog on every cluster
 //     drains to zero; the figures (lost, reordered, duplicates, elapsed,
 //     msg/s) are printed;
 //   - a consumer process SIGKILLed after a random number of acknowledged

@@ -3,6 +3,7 @@
 package consumer
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -82,9 +83,14 @@ var _ = Describe("New with bad input", func() {
 			Expect(c).To(BeNil())
 			ce := expectOnlyCluster(err, holder.Name, "subscribe")
 			// pulsar-client-go v0.21.0 gives the broker's refusal as text
-			// only (errors.New("server error: ConsumerBusy: ...")): there
-			// is no *pulsar.Error to match; the text is printed above.
-			Expect(ce.Err).To(HaveOccurred())
+			// only (errors.New("server error: ConsumerBusy: ...")); the
+			// consumer turns it into a *BrokerError (consumer/internals.go),
+			// which this pins against a real broker.
+			Expect(ce.Err).To(MatchError(consumer.ErrConsumerBusy))
+			Expect(consumer.Reason(err)).To(Equal(consumer.ReasonConsumerBusy))
+			var be *consumer.BrokerError
+			Expect(errors.As(err, &be)).To(BeTrue())
+			Expect(be.Code).To(Equal("ConsumerBusy"))
 
 			// The control: the same New once the holder has closed. The
 			// broker refuses while a consumer of the subscription is
@@ -93,7 +99,7 @@ var _ = Describe("New with bad input", func() {
 			pc.Close()
 			c, err = consumer.New(ctx, topo(), consumer.Topic(topic), consumer.Subscription("held"), consumer.Type(typ))
 			Expect(err).NotTo(HaveOccurred(), "%s once the Exclusive holder has closed", typ)
-			Expect(c.Close()).To(Succeed())
+			Expect(c.Close(ctx)).To(Succeed())
 		},
 		Entry("Exclusive", consumer.Exclusive),
 		Entry("Failover", consumer.Failover),
@@ -119,7 +125,7 @@ var _ = Describe("New with bad input", func() {
 		// and nothing would tell.
 		c, err = consumer.New(ctx, topo(), consumer.Topic(topic), consumer.Subscription("partial"), consumer.RequireTopic(false))
 		Expect(err).NotTo(HaveOccurred(), "RequireTopic(false): the broker's auto topic creation hides the missing topic")
-		Expect(c.Close()).To(Succeed())
+		Expect(c.Close(ctx)).To(Succeed())
 		Expect(adminGet(ctx, lacking, topicPath(topic)+"/stats", nil)).To(Equal(http.StatusOK), "auto-created on %s", lacking.Name)
 	})
 })

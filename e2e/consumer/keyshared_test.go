@@ -78,7 +78,7 @@ var _ = Describe("two KeyShared consumers on one subscription", func() {
 		// A closes (which sends its grouped acknowledgements): every key,
 		// A's included, now goes to B, and nothing A took comes again.
 		suite.Step("one up")
-		Expect(a.Close()).To(Succeed())
+		Expect(a.Close(ctx)).To(Succeed())
 		rb2 := startReader(ctx, b)
 		start = time.Now()
 		want2 := produce(ctx, p, ks, sharedPerKey, sharedPerKey)
@@ -97,6 +97,6 @@ var _ = Describe("two KeyShared consumers on one subscription", func() {
 		Expect(f2.duplicates).To(BeZero(), "duplicates: %v", f2.examples)
 		Expect(f2.unknown).To(BeZero(), "taken again from the first phase, or never written: %v", f2.examples)
 		Expect(fromA).To(Equal(len(keysA)), "B takes every key A had")
-		Expect(b.Close()).To(Succeed())
+		Expect(b.Close(ctx)).To(Succeed())
 	})
 })

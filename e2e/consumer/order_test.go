@@ -62,15 +62,15 @@ var _ = Describe("one consumer over five clusters", func() {
 		var received, acked uint64
 		for _, h := range hs {
 			GinkgoWriter.Printf("  %s: connected %v, received %d, acked %d, nacked %d, redelivered %d, backlog %d\n",
-				h.Cluster, h.Connected, h.Received, h.Acked, h.Nacked, h.Redelivered, h.Backlog)
+				h.Cluster, h.Connected, h.Delivered, h.Acked, h.Nacked, h.Redelivered, h.Backlog)
 			Expect(h.Connected).To(BeTrue(), h.Cluster)
-			Expect(h.Received).To(BeEquivalentTo(per[h.Cluster]), "%s: Received counts what was taken from it", h.Cluster)
+			Expect(h.Delivered).To(BeEquivalentTo(per[h.Cluster]), "%s: Delivered counts what was taken from it", h.Cluster)
 			Expect(h.Acked).To(BeEquivalentTo(per[h.Cluster]), "%s: Acked counts the Acks made", h.Cluster)
 			Expect(h.Nacked).To(BeZero(), h.Cluster)
-			received += h.Received
+			received += h.Delivered
 			acked += h.Acked
 		}
-		Expect(received).To(BeEquivalentTo(len(got)), "Received sums to the total")
+		Expect(received).To(BeEquivalentTo(len(got)), "Delivered sums to the total")
 		Expect(acked).To(BeEquivalentTo(len(got)), "Acked sums to the total")
 		bound := consumer.DefaultAckGroupingTime + opTimeout
 		drained := time.Now()
@@ -85,6 +85,6 @@ var _ = Describe("one consumer over five clusters", func() {
 			"the backlog is 0 on every cluster within AckGroupingTime + the operation timeout (%s)", bound)
 		GinkgoWriter.Printf("backlog 0 on every cluster %s after the check began (bound %s)\n",
 			time.Since(drained).Round(time.Millisecond), bound)
-		Expect(c.Close()).To(Succeed())
+		Expect(c.Close(ctx)).To(Succeed())
 	})
 })

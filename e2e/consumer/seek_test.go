@@ -72,9 +72,9 @@ var _ = Describe("SeekByTime", func() {
 
 		var received uint64
 		for _, h := range c.Health(ctx) {
-			received += h.Received
+			received += h.Delivered
 		}
-		Expect(received).To(BeEquivalentTo(len(got[0])+n2+n3), "Health's Received counts every pass")
-		Expect(c.Close()).To(Succeed())
+		Expect(received).To(BeEquivalentTo(len(got[0])+n2+n3), "Health's Delivered counts every pass")
+		Expect(c.Close(ctx)).To(Succeed())
 	})
 })

@@ -163,7 +163,7 @@ func (r *reader) idle() bool {
 // stop closes the consumer, waits for the receive loop and the ack
 // workers, and returns every delivery.
 func (r *reader) stop() []*delivery {
-	if err := r.c.Close(); err != nil {
+	if err := r.c.Close(context.Background()); err != nil {
 		GinkgoWriter.Printf("consumer close: %v\n", err)
 	}
 	<-r.done

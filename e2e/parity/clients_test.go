@@ -175,7 +175,7 @@ var _ = Describe("keyroute.Clients shared by producers and a consumer", func() {
 		_, err = consumer.New(ctx, topo, consumer.Topic(orders), consumer.Subscription("late"), consumer.WithClients(cs))
 		Expect(err).To(MatchError(keyroute.ErrClosed))
 		Expect(pEvents.Close(ctx)).To(Succeed(), "Close after the Clients closed it")
-		Expect(billing.Close()).To(Succeed(), "Close after the Clients closed it")
+		Expect(billing.Close(ctx)).To(Succeed(), "Close after the Clients closed it")
 
 		By("checking at the brokers: only the own producer's connection is left")
 		after := addresses(ctx, events, "")

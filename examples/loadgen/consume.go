@@ -76,7 +76,7 @@ func startConsumers(ctx context.Context, cfg *config, cs *keyroute.Clients, topo
 	if err := errors.Join(errs...); err != nil {
 		for _, c := range list {
 			if c != nil {
-				_ = c.Close()
+				_ = c.Close(context.Background())
 			}
 		}
 		return nil, fmt.Errorf("subscribe: %w", err)
@@ -158,7 +158,7 @@ func (cs *consumers) close() {
 	var wg sync.WaitGroup
 	for _, c := range cs.list {
 		wg.Add(1)
-		go func() { defer wg.Done(); _ = c.Close() }()
+		go func() { defer wg.Done(); _ = c.Close(context.Background()) }()
 	}
 	wg.Wait()
 }

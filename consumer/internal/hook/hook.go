@@ -1,0 +1,60 @@
+// Package hook lets package consumertest stand in for the Pulsar clusters
+// of a Consumer without adding to package consumer's exported API: only
+// consumer and consumer/consumertest can import it.
+//
+// The flow: consumertest builds a Connect and hands it to Opt, which
+// package consumer sets in an init function; Opt returns a consumer.Opt
+// (as any: hook cannot import consumer), which consumertest hands to its
+// users. consumer.New then calls Connect once per cluster instead of
+// opening a pulsar-client-go client and subscribing.
+package hook
+
+import (
+	"context"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// Stream is the part of a pulsar-client-go consumer (over every partition
+// of the topic on one cluster) that package consumer uses; pulsar.Consumer
+// satisfies it.
+type Stream interface {
+	Chan() <-chan pulsar.ConsumerMessage
+	Ack(pulsar.Message) error
+	AckID(pulsar.MessageID) error
+	AckCumulative(pulsar.Message) error
+	AckIDCumulative(pulsar.MessageID) error
+	Nack(pulsar.Message)
+	NackID(pulsar.MessageID)
+	SeekByTime(time.Time) error
+	Close()
+}
+
+// Sub is what a Consumer subscribes to on one cluster.
+type Sub struct {
+	Cluster      string
+	Topic        string
+	Subscription string
+	Type         pulsar.SubscriptionType
+	Earliest     bool // a new subscription starts at the first message, not after the last
+	Queue        int  // the cluster's share of MaxBuffered
+}
+
+// Conn is an open subscription on one cluster. Only Stream is required.
+type Conn struct {
+	Stream Stream
+	// Probe is a broker round trip that reads nothing, for Health; nil:
+	// the cluster is never probed (always connected).
+	Probe func() error
+	// Close is called after the Stream is closed; nil: nothing to do.
+	Close func()
+}
+
+// Connect subscribes on one cluster.
+type Connect func(ctx context.Context, sub Sub) (*Conn, error)
+
+// Opt turns a Connect into a consumer.Opt that makes consumer.New
+// subscribe on every cluster with it. Package consumer sets it when it is
+// initialised.
+var Opt func(Connect) any

@@ -1,0 +1,257 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// The read path. There is no goroutine between pulsar-client-go and the
+// caller: Receive and ReceiveBatch take messages straight from the
+// clusters' pulsar-client-go consumer channels (each carries one cluster's
+// messages, every partition's in order), trying the clusters in rotation
+// and waiting on all of them at once only when all are empty. So a
+// message costs one channel receive that does not park while messages
+// are there, and a cluster that is silent or unreachable holds nobody up:
+// its channel is simply empty.
+//
+// A live topology change will hold a moved routing slot's messages here:
+// between the take from a cluster's channel (poll, wait) and the hand-over
+// to the caller (fill), a message of a held slot goes to that slot's queue
+// instead, and poll serves the queue once the slot is released.
+
+// Receive returns the next message of the merged stream. It blocks until
+// one comes, ctx ends (the error matches ctx.Err()) or the Consumer is
+// closed (ErrClosed). The Message shares one allocation with up to
+// slabSize-1 others that Receive returned before or after it: keep what
+// you need of it, not the Message, when you keep it for long.
+func (c *Consumer) Receive(ctx context.Context) (*Message, error) {
+	if c == nil {
+		return nil, ErrClosed
+	}
+	for {
+		p, err := c.enter(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cm, k, err := c.first(ctx, p)
+		c.gate.RUnlock()
+		if err == errSeekBegun {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		m := c.carve()
+		m.fill(cm.Message, k)
+		c.delivered(k, m)
+		return m, nil
+	}
+}
+
+// ReceiveBatch returns the messages the clusters hold when it is called,
+// at most max, in one slice carved from one allocation (acknowledge one
+// with Ack(ctx, &ms[i])). It waits, as Receive does, only while there is
+// none; messages that come while it takes are left for the next call.
+// The clusters take turns message by message, and each partition's
+// messages keep their order within the batch and from one batch to the
+// next. ReceiveInto costs less: it allocates nothing. It returns ErrBadMax
+// for max < 1.
+func (c *Consumer) ReceiveBatch(ctx context.Context, max int) ([]Message, error) {
+	if max < 1 {
+		return nil, fmt.Errorf("%w: ReceiveBatch(%d)", ErrBadMax, max)
+	}
+	var ms []Message
+	_, err := c.receiveBatch(ctx, func(held int) []Message {
+		ms = make([]Message, min(held, max))
+		return ms
+	})
+	return ms, err
+}
+
+// ReceiveInto is ReceiveBatch into buf, which the caller owns and may use
+// again: it fills buf[:n] with up to len(buf) messages the clusters hold
+// when it is called (waiting only while there is none) and returns n. It
+// allocates nothing. A Message in buf is overwritten by the next
+// ReceiveInto into it: acknowledge or nack it first (Ack and Nack read it
+// only during the call), and copy what you keep. It returns ErrBadMax for
+// an empty buf.
+func (c *Consumer) ReceiveInto(ctx context.Context, buf []Message) (int, error) {
+	if len(buf) == 0 {
+		return 0, fmt.Errorf("%w: ReceiveInto with an empty buffer", ErrBadMax)
+	}
+	return c.receiveBatch(ctx, func(held int) []Message { return buf[:min(held, len(buf))] })
+}
+
+// receiveBatch waits for a message, then fills the slice room returns for
+// the number of messages the clusters hold (at least 1), the clusters
+// taking turns, and returns how many it filled (at least one).
+func (c *Consumer) receiveBatch(ctx context.Context, room func(held int) []Message) (int, error) {
+	if c == nil {
+		return 0, ErrClosed
+	}
+	for {
+		p, err := c.enter(ctx)
+		if err != nil {
+			return 0, err
+		}
+		cm, k, err := c.first(ctx, p)
+		if err != nil {
+			c.gate.RUnlock()
+			if err == errSeekBegun {
+				continue
+			}
+			return 0, err
+		}
+		ms := room(c.held())
+		ms[0].fill(cm.Message, k)
+		n := 1
+		for ; n < len(ms); n++ {
+			var ok bool
+			if cm, k, ok = c.poll(k.idx + 1); !ok {
+				break
+			}
+			ms[n].fill(cm.Message, k)
+		}
+		c.gate.RUnlock()
+		for i := range ms[:n] {
+			c.delivered(ms[i].k, &ms[i])
+		}
+		return n, nil
+	}
+}
+
+// Chan returns the merged stream as a channel, fed from the same clusters
+// that Receive and ReceiveBatch read: each message goes to exactly one of
+// them. The first call starts a goroutine that takes each message and
+// hands it over, which costs a goroutine switch per message that Receive
+// does not pay. The channel is closed by Close.
+func (c *Consumer) Chan() <-chan *Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.out == nil {
+		c.out = make(chan *Message)
+		c.bg.Add(1)
+		go c.feed(c.out)
+	}
+	return c.out
+}
+
+// feed is Chan's goroutine: it takes messages as Receive does and offers
+// them on out, one at a time, until Close. A message it holds when a seek
+// begins was read before the seek: it is dropped.
+func (c *Consumer) feed(out chan *Message) {
+	defer c.bg.Done()
+	defer close(out)
+	ctx := context.Background() // the Consumer's closing ends the waits
+	for {
+		p, err := c.enter(ctx)
+		if err != nil {
+			return
+		}
+		cm, k, err := c.first(ctx, p)
+		c.gate.RUnlock()
+		if err == errSeekBegun {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		m := c.carve()
+		m.fill(cm.Message, k)
+		select {
+		case out <- m:
+			c.delivered(k, m)
+		case <-p.begin:
+		case <-c.closing:
+			return
+		}
+	}
+}
+
+// errSeekBegun ends a wait that a SeekByTime interrupted: the take starts
+// over after the seek.
+var errSeekBegun = errors.New("consumer: seek begun")
+
+// enter holds the gate shared for a take and returns the seek state it
+// read under it; it waits out a seek in progress first. The caller
+// releases the gate (c.gate.RUnlock) when enter returns no error.
+func (c *Consumer) enter(ctx context.Context) (*pause, error) {
+	for {
+		if c.closed.Load() {
+			return nil, ErrClosed
+		}
+		c.gate.RLock()
+		p := c.state.Load()
+		if !p.seeking {
+			return p, nil
+		}
+		c.gate.RUnlock()
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.closing:
+			return nil, ErrClosed
+		}
+	}
+}
+
+// first takes one message under the gate: one already there, else the
+// first to come. It returns errSeekBegun when a seek begins first.
+func (c *Consumer) first(ctx context.Context, p *pause) (pulsar.ConsumerMessage, *cluster, error) {
+	if cm, k, ok := c.poll(c.rotor.Load()); ok {
+		return cm, k, nil
+	}
+	return c.wait(ctx, p.begin)
+}
+
+// poll takes a message that is already there, trying the clusters in
+// turn from index start (taken modulo their number); ok is false when
+// every cluster's channel is empty. It moves the rotor past the cluster
+// it took from.
+func (c *Consumer) poll(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
+	n := uint32(len(c.clusters))
+	i := start % n
+	for range n {
+		k := c.clusters[i]
+		select {
+		case cm, ok := <-k.in:
+			if ok {
+				if c.rotor.Load() != i+1 {
+					c.rotor.Store(i + 1)
+				}
+				return cm, k, true
+			}
+		default:
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	return pulsar.ConsumerMessage{}, nil, false
+}
+
+// held is how many messages the clusters' channels hold, plus one: a
+// batch's size, counted after its first message is taken.
+func (c *Consumer) held() int {
+	n := 1
+	for _, k := range c.clusters {
+		n += len(k.in)
+	}
+	return n
+}
+
+// delivered counts and observes a message handed to the caller.
+func (c *Consumer) delivered(k *cluster, m *Message) {
+	k.delivered.Add(1)
+	if m.RedeliveryCount > 0 {
+		k.redelivered.Add(1)
+	}
+	k.lastPublish.Store(m.PublishTime.UnixNano())
+	if obs := c.cfg.observer; obs != nil {
+		obs.OnReceive(m)
+	}
+}
