@@ -69,7 +69,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 
 	readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

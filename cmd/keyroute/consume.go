@@ -82,9 +82,11 @@ func runConsume(ctx context.Context, e *env, name string, args []string) error {
 		return err
 	}
 	got, err := receiveLoop(ctx, e.stdout, cons, c.json, *n, *wait, c.timeout)
-	if cerr := cons.Close(); err == nil {
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), c.timeout)
+	if cerr := cons.Close(closeCtx); err == nil {
 		err = cerr
 	}
+	cancelClose()
 	fmt.Fprintf(e.stderr, "keyroute: %d message(s) received and acknowledged\n", got)
 	return err
 }
