@@ -429,3 +429,13 @@ func TestCloseEndsWithItsCtx(t *testing.T) {
 	require.NoError(t, c.Close(context.Background()))
 	assert.True(t, bed.stream("c2").closed)
 }
+
+// The consumer reports closed, bad-option and bad-topology conditions with
+// keyroute's sentinels, as the producer and Clients do.
+func TestSharedSentinelsAreKeyroutes(t *testing.T) {
+	assert.Equal(t, keyroute.ErrClosed, consumer.ErrClosed)
+	assert.Equal(t, keyroute.ErrBadOption, consumer.ErrBadOption)
+	assert.Equal(t, keyroute.ErrBadTopology, consumer.ErrBadTopology)
+	_, err := consumer.New(context.Background(), nil, consumer.Topic("t"), consumer.Subscription("s"))
+	assert.ErrorIs(t, err, keyroute.ErrBadTopology)
+}

@@ -3,38 +3,51 @@ package consumer
 import (
 	"errors"
 	"fmt"
+
+	"github.com/keyroute/keyroute"
 )
 
 var (
-	// ErrNoTopic is returned by New when no Topic option is given.
+	// ErrNoTopic is returned by New when no Topic option is given: pass
+	// Topic.
 	ErrNoTopic = errors.New("consumer: no topic (the Topic option is required)")
 	// ErrNoSubscription is returned by New when no Subscription option is
-	// given.
+	// given: pass Subscription.
 	ErrNoSubscription = errors.New("consumer: no subscription name (the Subscription option is required)")
-	// ErrBadOption is returned by New when an option has a value it cannot
-	// take; the error names the option and the value.
-	ErrBadOption = errors.New("consumer: bad option")
-	// ErrBadTopology is returned by New for a nil or invalid topology.
-	ErrBadTopology = errors.New("consumer: bad topology")
+	// ErrBadOption (keyroute.ErrBadOption) is returned by New when an
+	// option has a value it cannot take; the error names the option and
+	// the value. Fix the configuration: a retry fails the same way.
+	ErrBadOption = keyroute.ErrBadOption
+	// ErrBadTopology (keyroute.ErrBadTopology) is returned by New for a
+	// nil or invalid topology; the error names the cluster and field. Fix
+	// the topology file.
+	ErrBadTopology = keyroute.ErrBadTopology
 	// ErrTopicNotFound is returned by New (in a *ClusterError) when the
-	// topic does not exist on a cluster (see RequireTopic).
+	// topic does not exist on a cluster (see RequireTopic). Create it
+	// there (keyroute topics create), then retry.
 	ErrTopicNotFound = errors.New("consumer: topic not found")
-	// ErrClosed is returned by every call on a closed Consumer, and by
-	// Receive once Close has begun.
-	ErrClosed = errors.New("consumer: closed")
+	// ErrClosed (keyroute.ErrClosed) is returned by every call on a closed
+	// Consumer, and by Receive once Close has begun: stop reading. Messages
+	// not acknowledged come again to the subscription.
+	ErrClosed = keyroute.ErrClosed
 	// ErrUnknownCluster is returned by AckID, NackID and
 	// AckIDCumulative for an ID whose cluster is not one of the
-	// Consumer's (an ID from another consumer, or a zero ID).
+	// Consumer's (an ID from another consumer, or a zero ID): a bug in the
+	// caller, which must acknowledge IDs this Consumer delivered.
 	ErrUnknownCluster = errors.New("consumer: unknown cluster")
 	// ErrCumulativeAck is returned by AckCumulative and AckIDCumulative on
 	// a Shared or KeyShared subscription, where Pulsar allows no
-	// cumulative acknowledgement.
+	// cumulative acknowledgement. Acknowledge each message (Ack), or use an
+	// Exclusive or Failover subscription.
 	ErrCumulativeAck = errors.New("consumer: cumulative acknowledgement needs an Exclusive or Failover subscription")
-	// ErrBadMax is returned by ReceiveBatch when max is below 1.
+	// ErrBadMax is returned by ReceiveBatch when max is below 1: a bug in
+	// the caller.
 	ErrBadMax = errors.New("consumer: ReceiveBatch needs max >= 1")
 	// ErrDecode is returned by Typed's Decode and Receive when a
 	// message's Value does not decode with the schema; the error names
-	// the message.
+	// the message. The message stays unacknowledged: acknowledge it to
+	// skip it, or Nack it to send it (with DeadLetter) towards the
+	// dead-letter topic.
 	ErrDecode = errors.New("consumer: value does not decode with the schema")
 	// ErrConsumerBusy is returned by New (in a *ClusterError, with the
 	// broker's *BrokerError) when a cluster's broker refuses the
@@ -43,7 +56,7 @@ var (
 	// another type. Retry once that consumer has left.
 	ErrConsumerBusy = errors.New("consumer: subscription busy (a consumer that excludes this one is attached)")
 	// ErrNilMessage is returned by Ack, Nack and AckCumulative for a nil
-	// message.
+	// message: a bug in the caller.
 	ErrNilMessage = errors.New("consumer: nil message")
 )
 
