@@ -64,11 +64,13 @@ func (c *Consumer) ReceiveBatch(ctx context.Context, max int) ([]Message, error)
 		return nil, fmt.Errorf("%w: ReceiveBatch(%d)", ErrBadMax, max)
 	}
 	var ms []Message
-	_, err := c.receiveBatch(ctx, func(held int) []Message {
+	n, err := c.receiveBatch(ctx, func(held int) []Message {
 		ms = make([]Message, min(held, max))
 		return ms
 	})
-	return ms, err
+	// The clusters may hold fewer than counted by the time they are
+	// polled (another Receive took some): only ms[:n] are messages.
+	return ms[:n], err
 }
 
 // ReceiveInto is ReceiveBatch into buf, which the caller owns and may use
