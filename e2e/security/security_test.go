@@ -108,8 +108,11 @@ var _ = Describe("secure clusters", Ordered, func() { // the restart spec runs l
 
 			var logs syncBuffer
 			start := time.Now()
+			// RequireAllClusters: pulsar-client-go only times out on these
+			// mistakes, which a degraded start takes for a cluster that
+			// does not answer yet (it would start down, Health naming why).
 			p, err := producer.New(ctx, topo, producer.Topic(newTopic(ctx, "broken")),
-				producer.Logger(debugLogger(&logs)))
+				producer.Logger(debugLogger(&logs)), producer.RequireAllClusters(true))
 			if p != nil {
 				p.Close(ctx)
 			}
