@@ -62,6 +62,9 @@ var _ = Describe("Dead letters", func() {
 		}()
 		var dm pulsar.Message
 		for dm == nil || len(goodSeen) < good {
+			// A poll, not a bound: a Receive that times out only loops, so
+			// that the dead-letter reader's result is looked at between
+			// reads; the spec's own ctx bounds the whole wait.
 			rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 			m, err := c.Receive(rctx)
 			cancel()
