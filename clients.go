@@ -1,9 +1,11 @@
 package keyroute
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -15,23 +17,36 @@ import (
 )
 
 // Clients is one pulsar-client-go client per cluster of a topology, shared
-// by any number of producers and consumers.
+// by any number of producers and consumers. Update moves them, and every
+// producer and consumer attached, to a new topology.
 type Clients struct {
-	topo  *topology.Topology
-	cfg   cfg
-	index map[string]int
+	cfg cfg
+
+	updateMu sync.Mutex // one Update at a time
 
 	mu      sync.Mutex
-	clients []pulsar.Client // in topology order; nil while a cluster's is opening
-	opening []error         // by cluster: why its client is not open yet (nil once open)
+	topo    *topology.Topology
+	entries []*entry          // in topology order
+	index   map[string]*entry // by cluster name
 	closed  bool
 	users   map[*user]struct{} // producers and consumers open on it
+	retired map[*entry]bool    // out of the topology, client not closed yet
 	stop    chan struct{}      // closed by Close: opening goroutines give up
 	bg      sync.WaitGroup     // the opening goroutines; Close waits for them
 }
 
+// entry is one cluster's client. Fields but cl are guarded by Clients.mu.
+type entry struct {
+	cl      topology.Cluster
+	client  pulsar.Client // nil while it is being made
+	opening error         // why client is nil
+	stop    chan struct{} // closed when the entry is dropped before its client is made
+	refs    int           // Acquire calls not released
+	retired bool          // no longer in the topology: closed at its last release
+}
+
 // user is a producer or consumer attached to a Clients.
-type user struct{ close func() }
+type user struct{ User }
 
 // NewClients validates topo and makes a client for each of its clusters,
 // in parallel. Without transactions pulsar-client-go connects on first
@@ -59,28 +74,56 @@ func NewClients(topo *topology.Topology, opts ...Opt) (*Clients, error) {
 	if err := topo.Validate(); err != nil { // a nil topo has no clusters
 		return nil, fmt.Errorf("%w: %w", ErrBadTopology, err)
 	}
-	n := len(topo.Clusters)
-	cs := &Clients{topo: topo, cfg: c, index: make(map[string]int, n), users: map[*user]struct{}{},
-		clients: make([]pulsar.Client, n), opening: make([]error, n), stop: make(chan struct{})}
+	cs := &Clients{cfg: c, users: map[*user]struct{}{}, retired: map[*entry]bool{}, stop: make(chan struct{})}
+	entries := make([]*entry, len(topo.Clusters))
+	for i, cl := range topo.Clusters {
+		entries[i] = &entry{cl: cl}
+	}
+	cs.topo, cs.entries, cs.index = topo, entries, indexOf(entries)
+	if err := cs.start(context.Background(), entries); err != nil {
+		_ = cs.Close()
+		return nil, err
+	}
+	return cs, nil
+}
+
+func indexOf(entries []*entry) map[string]*entry {
+	index := make(map[string]*entry, len(entries))
+	for _, e := range entries {
+		index[e.cl.Name] = e
+	}
+	return index
+}
+
+// start makes the client of each of entries on a goroutine of its own,
+// and waits at most StartTimeout (or until ctx ends) for their first
+// attempts. It returns the errors of the clusters that answered with one;
+// the others go on in the background until they are made, Close, or
+// their entry's stop.
+func (cs *Clients) start(ctx context.Context, entries []*entry) error {
+	n := len(entries)
 	ended := make(chan int, n) // a first attempt ended
 	first := make([]error, n)  // its error; written before it is sent on ended
 	// The options first, one cluster after the other: configure need not
 	// be safe for concurrent use.
 	options := make([]pulsar.ClientOptions, n)
-	for i, cl := range topo.Clusters {
-		o, err := clientOptions(cl, c.transactions, c.memoryLimit, c.logger, c.configure)
+	for i, e := range entries {
+		o, err := clientOptions(e.cl, cs.cfg.transactions, cs.cfg.memoryLimit, cs.cfg.logger, cs.cfg.configure)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		options[i] = o
-		cs.index[cl.Name] = i
-		cs.opening[i] = fmt.Errorf("%w: cluster %q: no answer yet", ErrNotOpen, cl.Name)
+		e.opening = fmt.Errorf("%w: cluster %q: no answer yet", ErrNotOpen, e.cl.Name)
+		e.stop = make(chan struct{})
 	}
-	for i := range topo.Clusters {
+	for i, e := range entries {
 		cs.bg.Add(1)
-		go cs.open(i, options[i], first, ended)
+		go cs.open(e, options[i], func(err error) {
+			first[i] = err
+			ended <- i // buffered for every cluster's first attempt
+		})
 	}
-	timer := time.NewTimer(c.startTimeout)
+	timer := time.NewTimer(cs.cfg.startTimeout)
 	defer timer.Stop()
 	var failed []error
 	for pending := n; pending > 0; {
@@ -92,14 +135,12 @@ func NewClients(topo *topology.Topology, opts ...Opt) (*Clients, error) {
 			}
 			continue
 		case <-timer.C:
+		case <-ctx.Done():
+			failed = append(failed, ctx.Err())
 		}
 		break
 	}
-	if len(failed) > 0 {
-		_ = cs.Close()
-		return nil, errors.Join(failed...)
-	}
-	return cs, nil
+	return errors.Join(failed...)
 }
 
 // coordinatorTopic is Pulsar's topic that assigns transaction
@@ -134,46 +175,56 @@ func answers(o pulsar.ClientOptions) error {
 // when StartTimeout is not given.
 const DefaultStartTimeout = 3 * time.Second
 
-// open makes cluster i's client, on its own goroutine. It reports its
-// first attempt's end on ended (as long as NewClients may wait for it),
-// with the error in first[i] when the cluster answered with one (none
-// when it gave no answer: see answers); an attempt that fails is tried
-// again a second later, until one succeeds or Close.
-func (cs *Clients) open(i int, o pulsar.ClientOptions, first []error, ended chan<- int) {
+// open makes e's client, on its own goroutine. It calls ended once, with
+// its first attempt's end: with the error when the cluster answered with
+// one (nil when it gave no answer: see answers). An attempt that fails is
+// tried again a second later, until one succeeds, Close, or e is dropped.
+func (cs *Clients) open(e *entry, o pulsar.ClientOptions, ended func(error)) {
 	defer cs.bg.Done()
-	cl := cs.topo.Clusters[i]
 	for attempt := 0; ; attempt++ {
 		var client pulsar.Client
 		err := answers(o)
 		unanswered := err != nil
 		if err == nil {
-			client, err = newClient(cl, o)
+			client, err = newClient(e.cl, o)
 		}
 		cs.mu.Lock()
-		closed := cs.closed
-		if err == nil && !closed {
-			cs.clients[i], cs.opening[i] = client, nil
+		gone := cs.closed || isClosed(e.stop)
+		if err == nil && !gone {
+			e.client, e.opening = client, nil
 		} else if err != nil {
-			cs.opening[i] = fmt.Errorf("%w: %w", ErrNotOpen, err)
+			e.opening = fmt.Errorf("%w: %w", ErrNotOpen, err)
 		}
 		cs.mu.Unlock()
-		if closed && client != nil {
+		if gone && client != nil {
 			client.Close()
 		}
 		if attempt == 0 {
-			if !unanswered {
-				first[i] = err
+			if unanswered {
+				ended(nil)
+			} else {
+				ended(err)
 			}
-			ended <- i // buffered for every cluster's first attempt
 		}
-		if err == nil || closed {
+		if err == nil || gone {
 			return
 		}
 		select {
 		case <-cs.stop:
 			return
+		case <-e.stop:
+			return
 		case <-time.After(time.Second):
 		}
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -227,49 +278,94 @@ func newClient(cl topology.Cluster, o pulsar.ClientOptions) (pulsar.Client, erro
 	return client, nil
 }
 
-// Topology returns the topology the Clients were made for. It must not be
-// modified.
-func (cs *Clients) Topology() *topology.Topology { return cs.topo }
+// Topology returns the Clients' topology: the one they were made for, or
+// the last one Update applied. It must not be modified.
+func (cs *Clients) Topology() *topology.Topology {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.topo
+}
 
 // Transactions reports whether the clients have transactions on.
 func (cs *Clients) Transactions() bool { return cs.cfg.transactions }
 
 // Client returns the client of the named cluster, or an error matching
-// ErrNotOpen (with why) while it is not made yet (see NewClients).
+// ErrNotOpen (with why) while it is not made yet (see NewClients). A
+// client that Update removes or replaces is closed once the users attached
+// have applied the change: hold one across an Update with Acquire.
 func (cs *Clients) Client(cluster string) (pulsar.Client, error) {
-	i, ok := cs.index[cluster]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownCluster, cluster)
-	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if cs.closed {
-		return nil, ErrClosed
+	e, err := cs.entryLocked(cluster)
+	if err != nil {
+		return nil, err
 	}
-	if cs.clients[i] == nil {
-		return nil, cs.opening[i]
-	}
-	return cs.clients[i], nil
+	return e.client, nil
 }
 
-// Check returns nil when topo has the clusters the Clients were made for
+func (cs *Clients) entryLocked(cluster string) (*entry, error) {
+	e, ok := cs.index[cluster]
+	switch {
+	case cs.closed:
+		return nil, ErrClosed
+	case !ok:
+		return nil, fmt.Errorf("%w: %q", ErrUnknownCluster, cluster)
+	case e.client == nil:
+		return nil, e.opening
+	}
+	return e, nil
+}
+
+// Acquire is Client for a user that must keep the client while a later
+// Update removes or replaces it (to finish a hand-over there): the client
+// is not closed before release is called (once). Close closes it anyway.
+func (cs *Clients) Acquire(cluster string) (client pulsar.Client, release func(), err error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	e, err := cs.entryLocked(cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.refs++
+	var once sync.Once
+	return e.client, func() { once.Do(func() { cs.release(e) }) }, nil
+}
+
+func (cs *Clients) release(e *entry) {
+	cs.mu.Lock()
+	e.refs--
+	last := e.refs == 0 && e.retired && !cs.closed
+	if last {
+		delete(cs.retired, e)
+	}
+	cs.mu.Unlock()
+	if last {
+		closeClient(e.client)
+	}
+}
+
+// closeClient closes a client that Update retired; tests watch it.
+var closeClient = func(c pulsar.Client) { c.Close() }
+
+// Check returns nil when topo has the clusters of the Clients' topology
 // (the same names, service URLs and weights, in the same order), else an
 // ErrOtherTopology error naming the first cluster that differs.
 func (cs *Clients) Check(topo *topology.Topology) error {
-	if topo == cs.topo {
+	mine := cs.Topology()
+	if topo == mine {
 		return nil
 	}
 	if topo == nil {
 		return fmt.Errorf("%w: nil topology", ErrOtherTopology)
 	}
-	for i := range max(len(topo.Clusters), len(cs.topo.Clusters)) {
+	for i := range max(len(topo.Clusters), len(mine.Clusters)) {
 		switch {
 		case i >= len(topo.Clusters):
-			return fmt.Errorf("%w: cluster %q is missing", ErrOtherTopology, cs.topo.Clusters[i].Name)
-		case i >= len(cs.topo.Clusters):
+			return fmt.Errorf("%w: cluster %q is missing", ErrOtherTopology, mine.Clusters[i].Name)
+		case i >= len(mine.Clusters):
 			return fmt.Errorf("%w: cluster %q is not one of theirs", ErrOtherTopology, topo.Clusters[i].Name)
 		}
-		a, b := topo.Clusters[i], cs.topo.Clusters[i]
+		a, b := topo.Clusters[i], mine.Clusters[i]
 		if a.Name != b.Name || a.ServiceURL != b.ServiceURL || a.Weight != b.Weight {
 			return fmt.Errorf("%w: cluster %q (at %d) differs from theirs, %q", ErrOtherTopology, a.Name, i, b.Name)
 		}
@@ -277,23 +373,177 @@ func (cs *Clients) Check(topo *topology.Topology) error {
 	return nil
 }
 
-// Attach registers a producer or consumer made from the Clients: Close
-// calls closeFn (once) if the user is still attached. The user calls
+// A User is a producer or consumer built on the Clients (see AttachUser).
+type User struct {
+	// Close closes the user; Clients.Close calls it if the user is still
+	// attached.
+	Close func()
+	// Update applies a new topology; Clients.Update calls it. Nil: the
+	// user does not follow changes, and Clients.Update fails while it is
+	// attached.
+	Update func(context.Context, *topology.Topology) error
+	// Reader users (consumers) apply a change before the others, so that
+	// they read a new cluster before anything is written there
+	// (router/HANDOVER.md, section 9).
+	Reader bool
+}
+
+// Attach is AttachUser(User{Close: closeFn}).
+func (cs *Clients) Attach(closeFn func()) (detach func(), err error) {
+	return cs.AttachUser(User{Close: closeFn})
+}
+
+// AttachUser registers a producer or consumer made from the Clients: Close
+// closes it if it is still attached, and Update updates it. The user calls
 // detach from its own Close. For packages built on the Clients (producer,
 // consumer); it returns ErrClosed once Close has begun.
-func (cs *Clients) Attach(closeFn func()) (detach func(), err error) {
-	u := &user{close: closeFn}
+func (cs *Clients) AttachUser(u User) (detach func(), err error) {
+	us := &user{u}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
 		return nil, ErrClosed
 	}
-	cs.users[u] = struct{}{}
+	cs.users[us] = struct{}{}
 	return func() {
 		cs.mu.Lock()
 		defer cs.mu.Unlock()
-		delete(cs.users, u)
+		delete(cs.users, us)
 	}, nil
+}
+
+// Update moves the Clients to topo: it makes the clients of the clusters
+// topo adds, or whose connection settings it changes (as NewClients does:
+// a cluster that answers with an error fails Update, naming it; one that
+// does not answer within StartTimeout is made in the background), keeps
+// the others, then applies topo to every producer and consumer attached:
+// consumers first, then producers, each group in parallel. The clients of
+// clusters topo removes or replaces are closed once every user has applied
+// it, and every Acquire of them is released.
+//
+// A bad topology is refused (ErrBadTopology, naming what is wrong), as is
+// a change while a user that cannot follow it is attached
+// (ErrCannotFollow); then nothing changes. When a user fails to apply
+// topo, Update returns its errors joined: the Clients and the other users
+// have moved to topo, and the clients it may still use stay open until
+// Close. One Update runs at a time.
+func (cs *Clients) Update(ctx context.Context, topo *topology.Topology) error {
+	if err := topo.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadTopology, err)
+	}
+	cs.updateMu.Lock()
+	defer cs.updateMu.Unlock()
+	cs.mu.Lock()
+	if cs.closed {
+		cs.mu.Unlock()
+		return ErrClosed
+	}
+	for u := range cs.users {
+		if u.Update == nil {
+			cs.mu.Unlock()
+			return ErrCannotFollow
+		}
+	}
+	old := cs.index
+	cs.mu.Unlock()
+
+	next := make([]*entry, len(topo.Clusters))
+	var fresh []*entry
+	for i, cl := range topo.Clusters {
+		if e, ok := old[cl.Name]; ok && sameConnection(e.cl, cl) {
+			next[i] = e // its cl keeps the old weight, which it does not use
+			continue
+		}
+		next[i] = &entry{cl: cl}
+		fresh = append(fresh, next[i])
+	}
+	if err := cs.start(ctx, fresh); err != nil {
+		cs.drop(fresh)
+		return err
+	}
+
+	cs.mu.Lock()
+	if cs.closed {
+		cs.mu.Unlock()
+		cs.drop(fresh)
+		return ErrClosed
+	}
+	kept := make(map[*entry]bool, len(next))
+	for _, e := range next {
+		kept[e] = true
+	}
+	var retired []*entry
+	for _, e := range old {
+		if !kept[e] {
+			retired = append(retired, e)
+			cs.retired[e] = true // until dropped: Close closes it
+		}
+	}
+	cs.topo, cs.entries, cs.index = topo, next, indexOf(next)
+	var readers, writers []*user
+	for u := range cs.users {
+		if u.Reader {
+			readers = append(readers, u)
+		} else {
+			writers = append(writers, u)
+		}
+	}
+	cs.mu.Unlock()
+
+	errs := updateAll(ctx, readers, topo)
+	errs = append(errs, updateAll(ctx, writers, topo)...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	cs.drop(retired)
+	return nil
+}
+
+// updateAll applies topo to users in parallel and returns their errors.
+func updateAll(ctx context.Context, users []*user, topo *topology.Topology) []error {
+	errs := make([]error, len(users))
+	var wg sync.WaitGroup
+	for i, u := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = u.Update(ctx, topo)
+		}()
+	}
+	wg.Wait()
+	return slices.DeleteFunc(errs, func(err error) bool { return err == nil })
+}
+
+// drop retires entries: their opening goroutines stop, and their clients
+// are closed now, or at their last release.
+func (cs *Clients) drop(entries []*entry) {
+	var now []pulsar.Client
+	cs.mu.Lock()
+	for _, e := range entries {
+		e.retired = true
+		if !isClosed(e.stop) {
+			close(e.stop)
+		}
+		if e.refs == 0 && !cs.closed {
+			delete(cs.retired, e)
+			if e.client != nil {
+				now = append(now, e.client)
+			}
+		} else {
+			cs.retired[e] = true
+		}
+	}
+	cs.mu.Unlock()
+	for _, c := range now {
+		closeClient(c)
+	}
+}
+
+// sameConnection reports whether a and b connect alike: the same cluster
+// but for its weight.
+func sameConnection(a, b topology.Cluster) bool {
+	a.Weight, b.Weight = 0, 0
+	return reflect.DeepEqual(a, b)
 }
 
 // Close closes every producer and consumer still attached (in parallel),
@@ -311,14 +561,20 @@ func (cs *Clients) Close() error {
 	for u := range cs.users {
 		users = append(users, u)
 	}
-	clients := slices.Clone(cs.clients)
+	var clients []pulsar.Client
+	for _, e := range cs.entries {
+		clients = append(clients, e.client)
+	}
+	for e := range cs.retired {
+		clients = append(clients, e.client)
+	}
 	cs.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, u := range users {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			u.close()
+			u.Close()
 		}()
 	}
 	wg.Wait()

@@ -28,4 +28,8 @@ var (
 	// NewClients has not made yet (it gave no answer in time): the error
 	// says why; it is made in the background.
 	ErrNotOpen = errors.New("keyroute: client not open yet")
+	// ErrCannotFollow is returned by Clients.Update while a user attached
+	// with Attach (no Update of its own) is open: close it, or attach it
+	// with AttachUser and an Update, first.
+	ErrCannotFollow = errors.New("keyroute: an attached user cannot follow a topology change")
 )
