@@ -195,12 +195,16 @@ func (e *ClusterError) Unwrap() error { return e.Err }
 // Key routes to Cluster while the transaction is confined to TxnCluster.
 // It matches ErrTxnCrossCluster.
 type CrossClusterError struct {
-	Key        string
-	Cluster    string // where Key routes
+	Key        string // "" for an acknowledgement (Txn.Ack)
+	Cluster    string // where Key routes, or the acknowledged message's cluster
 	TxnCluster string // the cluster the transaction is confined to
 }
 
 func (e *CrossClusterError) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("%v: an acknowledgement of a message from cluster %q, the transaction is confined to cluster %q",
+			ErrTxnCrossCluster, e.Cluster, e.TxnCluster)
+	}
 	return fmt.Sprintf("%v: key %q routes to cluster %q, the transaction is confined to cluster %q",
 		ErrTxnCrossCluster, e.Key, e.Cluster, e.TxnCluster)
 }

@@ -69,6 +69,7 @@ type Txn struct {
 	mu    sync.Mutex // guards the fields below
 	state txnState
 	msgs  []stagedMsg // in Send order
+	acks  []txnAck    // in Ack order
 	bytes int64       // cost of msgs
 	home  *cluster    // cluster of the first message; nil while empty
 }
@@ -214,7 +215,7 @@ func (t *Txn) Abort() error {
 	switch t.state {
 	case txnOpen:
 		t.state = txnAborted
-		t.msgs, t.home = nil, nil
+		t.msgs, t.acks, t.home = nil, nil, nil
 		return nil
 	case txnAborted:
 		return nil
@@ -249,11 +250,11 @@ func (t *Txn) Commit(ctx context.Context) (TxnResult, error) {
 		return TxnResult{}, ErrTxnDone
 	}
 	t.state = txnCommitting
-	msgs := t.msgs
-	t.msgs, t.home = nil, nil
+	msgs, acks := t.msgs, t.acks
+	t.msgs, t.acks, t.home = nil, nil, nil
 	t.mu.Unlock()
 
-	res, err := t.p.commitTxn(ctx, &t.cfg, msgs)
+	res, err := t.p.commitTxn(ctx, &t.cfg, msgs, acks)
 
 	t.mu.Lock()
 	t.state = txnEnded

@@ -27,6 +27,7 @@ type stagedMsg struct {
 type txnCluster struct {
 	c     *cluster
 	parts []*txnPart // touched partitions, in first-touch order
+	acks  []txnAck   // consumed messages to acknowledge in txn
 	txn   pulsar.Transaction
 	begun time.Time // when txn was begun, if it came from the pool; else zero
 
@@ -45,8 +46,9 @@ type txnPart struct {
 	msgs []int
 }
 
-// plan groups msgs by cluster (in topology order) and partition.
-func (p *Producer) plan(msgs []stagedMsg) []*txnCluster {
+// plan groups msgs by cluster (in topology order) and partition, and acks
+// by cluster.
+func (p *Producer) plan(msgs []stagedMsg, acks []txnAck) []*txnCluster {
 	byCluster := make(map[*cluster]*txnCluster, 1)
 	byPart := make(map[*partition]*txnPart, 4)
 	for i := range msgs {
@@ -63,6 +65,14 @@ func (p *Producer) plan(msgs []stagedMsg) []*txnCluster {
 			tc.parts = append(tc.parts, tp)
 		}
 		tp.msgs = append(tp.msgs, i)
+	}
+	for _, a := range acks {
+		tc := byCluster[a.c]
+		if tc == nil {
+			tc = &txnCluster{c: a.c}
+			byCluster[a.c] = tc
+		}
+		tc.acks = append(tc.acks, a)
 	}
 	plan := make([]*txnCluster, 0, len(byCluster))
 	for _, c := range p.all() {
@@ -83,8 +93,8 @@ func clusterNames(plan []*txnCluster) []string {
 
 // commitTxn commits msgs as one transaction per touched cluster, retrying
 // attempts that failed before anything could have been written.
-func (p *Producer) commitTxn(ctx context.Context, cfg *txnCfg, msgs []stagedMsg) (TxnResult, error) {
-	if len(msgs) == 0 {
+func (p *Producer) commitTxn(ctx context.Context, cfg *txnCfg, msgs []stagedMsg, acks []txnAck) (TxnResult, error) {
+	if len(msgs) == 0 && len(acks) == 0 {
 		return TxnResult{}, nil
 	}
 	if !p.enterLong() {
@@ -94,7 +104,7 @@ func (p *Producer) commitTxn(ctx context.Context, cfg *txnCfg, msgs []stagedMsg)
 	defer p.refill(msgs)
 	p.observeTxn(ctx, msgs)
 	for try := 0; ; try++ {
-		res, retry, err := p.attempt(ctx, cfg, msgs)
+		res, retry, err := p.attempt(ctx, cfg, msgs, acks)
 		if err == nil || !retry || try >= cfg.retries || p.closed.Load() {
 			p.txnDone(msgs, res, err)
 			return res, err
@@ -131,8 +141,8 @@ func retryBackoff(try int) time.Duration {
 // attempt runs the three phases once. retry reports whether the failure
 // left nothing that could be delivered, so that trying again cannot
 // duplicate.
-func (p *Producer) attempt(ctx context.Context, cfg *txnCfg, msgs []stagedMsg) (res TxnResult, retry bool, err error) {
-	plan := p.plan(msgs)
+func (p *Producer) attempt(ctx context.Context, cfg *txnCfg, msgs []stagedMsg, acks []txnAck) (res TxnResult, retry bool, err error) {
+	plan := p.plan(msgs, acks)
 	// The Pulsar transactions time out at about this instant; no wait for a
 	// commit or abort answer goes past it.
 	deadline := time.Now().Add(cfg.timeout)
@@ -164,6 +174,10 @@ func (p *Producer) attempt(ctx context.Context, cfg *txnCfg, msgs []stagedMsg) (
 			})
 			return TxnResult{}, false, &TxnAbortError{MaybeVisible: handedNames(plan), Err: err}
 		}
+		retry = ctx.Err() == nil && !p.closed.Load() && len(maybeVisible(plan)) == 0
+		return TxnResult{}, retry, p.abortAll(ctx, plan, deadline, err)
+	}
+	if err := p.ackAll(ctx, plan, deadline); err != nil {
 		retry = ctx.Err() == nil && !p.closed.Load() && len(maybeVisible(plan)) == 0
 		return TxnResult{}, retry, p.abortAll(ctx, plan, deadline, err)
 	}

@@ -40,14 +40,16 @@ func createTopic(ctx context.Context, b *testbed.Bed, topic string) error {
 }
 
 // newProducer opens a transactional producer on every cluster of b, with a
-// short operation timeout so that calls to a dead cluster fail quickly.
+// short operation timeout so that calls to a dead cluster fail quickly. It
+// waits for every cluster (RequireAllClusters): the specs place keys on
+// clusters they expect up.
 func newProducer(ctx context.Context, b *testbed.Bed, topic string, opts ...producer.Opt) (*producer.Producer, error) {
 	topo := b.Topology()
 	for i := range topo.Clusters {
 		topo.Clusters[i].Client.OperationTimeout = 10 * time.Second
 		topo.Clusters[i].Client.ConnectionTimeout = 3 * time.Second
 	}
-	opts = append([]producer.Opt{producer.Topic(topic), producer.Transactions(true)}, opts...)
+	opts = append([]producer.Opt{producer.Topic(topic), producer.Transactions(true), producer.RequireAllClusters(true)}, opts...)
 	return producer.New(ctx, topo, opts...)
 }
 
