@@ -382,9 +382,8 @@ type User struct {
 	// user does not follow changes, and Clients.Update fails while it is
 	// attached.
 	Update func(context.Context, *topology.Topology) error
-	// Reader users (consumers) apply a change before the others, so that
-	// they read a new cluster before anything is written there
-	// (router/HANDOVER.md, section 9).
+	// Reader users (consumers) take added clusters before the others
+	// apply a change, and drop removed ones after (see Clients.Update).
 	Reader bool
 }
 
@@ -490,8 +489,22 @@ func (cs *Clients) Update(ctx context.Context, topo *topology.Topology) error {
 	}
 	cs.mu.Unlock()
 
-	errs := updateAll(ctx, readers, topo)
-	errs = append(errs, updateAll(ctx, writers, topo)...)
+	// Readers first take the new clusters and keep the removed ones, then
+	// producers move, then readers drop the removed clusters, each read
+	// to the end (router/HANDOVER.md, section 9).
+	var errs []error
+	if len(retired) == 0 {
+		errs = updateAll(ctx, readers, topo)
+		errs = append(errs, updateAll(ctx, writers, topo)...)
+	} else {
+		wide := &topology.Topology{Clusters: slices.Clone(topo.Clusters)}
+		for _, e := range retired {
+			wide.Clusters = append(wide.Clusters, e.cl)
+		}
+		errs = updateAll(ctx, readers, wide)
+		errs = append(errs, updateAll(ctx, writers, topo)...)
+		errs = append(errs, updateAll(ctx, readers, topo)...)
+	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}

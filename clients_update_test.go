@@ -3,6 +3,7 @@ package keyroute_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -60,6 +61,38 @@ func TestClientsUpdateAddsRemovesAndReplacesClients(t *testing.T) {
 	_, err = cs.Client("c2")
 	assert.ErrorIs(t, err, keyroute.ErrUnknownCluster)
 	assert.ElementsMatch(t, []pulsar.Client{c2, c3}, closed(), "the drained cluster's and the replaced client are closed")
+}
+
+func TestClientsUpdateAddsForConsumersFirstAndRemovesForThemLast(t *testing.T) {
+	cs, err := keyroute.NewClients(topo(3))
+	require.NoError(t, err)
+	defer cs.Close()
+	var mu sync.Mutex
+	var steps []string
+	attach := func(name string, reader bool) {
+		_, err := cs.AttachUser(keyroute.User{Close: func() {}, Reader: reader,
+			Update: func(_ context.Context, got *topology.Topology) error {
+				var names []string
+				for _, c := range got.Clusters {
+					names = append(names, c.Name)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				steps = append(steps, fmt.Sprint(name, names))
+				return nil
+			}})
+		require.NoError(t, err)
+	}
+	attach("producer", false)
+	attach("consumer", true)
+	next := topo(4)
+	next.Clusters = slices.Delete(next.Clusters, 0, 1) // c1 drained, c4 added
+	require.NoError(t, cs.Update(context.Background(), next))
+	assert.Equal(t, []string{
+		"consumer[c2 c3 c4 c1]", // reads the added cluster, still reads the drained one
+		"producer[c2 c3 c4]",
+		"consumer[c2 c3 c4]", // drops the drained cluster once producers left it
+	}, steps)
 }
 
 func TestClientsUpdateAppliesToConsumersBeforeProducers(t *testing.T) {

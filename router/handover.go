@@ -24,8 +24,9 @@ const (
 const MarkerVersion = "1"
 
 // Position is where the broker persisted a message in one partition: its
-// Pulsar message id without the partition. Batch is -1 for a message not
-// in a batch.
+// Pulsar message id without the partition. Batch is -1 (the Java client)
+// or 0 (pulsar-client-go) for a message not in a batch: Compare takes -1
+// as 0, since an entry is either one batch or one message.
 type Position struct {
 	Ledger, Entry int64
 	Batch         int32
@@ -40,7 +41,7 @@ func (p Position) Compare(q Position) int {
 	case p.Entry != q.Entry:
 		return cmp64(p.Entry, q.Entry)
 	default:
-		return cmp64(int64(p.Batch), int64(q.Batch))
+		return cmp64(int64(max(p.Batch, 0)), int64(max(q.Batch, 0)))
 	}
 }
 
