@@ -5,15 +5,18 @@ package handover
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
 	"github.com/keyroute/keyroute/e2e/internal/ordercheck"
+	"github.com/keyroute/keyroute/e2e/internal/standalone"
 	"github.com/keyroute/keyroute/internal/testbed"
 	"github.com/keyroute/keyroute/router"
 )
@@ -24,26 +27,36 @@ type owner struct {
 	partition int
 }
 
-// placement places keys by SPEC.md over clusters of equal weight, each
-// with parts partitions.
+// placement places keys by SPEC.md over clusters of equal weight, with
+// parts[name] partitions each.
 type placement struct {
 	r     *router.Router
-	parts int
+	parts map[string]int
 }
 
-func newPlacement(names []string, parts int) placement {
-	ms := make([]router.Member, len(names))
-	for i, n := range names {
-		ms[i] = router.Member{Name: n, Weight: 1}
+func newPlacement(parts map[string]int) placement {
+	var ms []router.Member
+	for n := range parts {
+		ms = append(ms, router.Member{Name: n, Weight: 1})
 	}
 	r, err := router.New(ms)
 	Expect(err).NotTo(HaveOccurred())
 	return placement{r: r, parts: parts}
 }
 
+// evenly returns n partitions for each of names.
+func evenly(n int, names ...string) map[string]int {
+	out := map[string]int{}
+	for _, name := range names {
+		out[name] = n
+	}
+	return out
+}
+
 func (pl placement) owner(key string) owner {
 	h := router.Hash(key)
-	return owner{pl.r.Name(pl.r.Cluster(h)), router.Partition(h, pl.parts)}
+	c := pl.r.Name(pl.r.Cluster(h))
+	return owner{c, router.Partition(h, pl.parts[c])}
 }
 
 // specProducer is one producer instance written by HANDOVER.md section 5
@@ -53,9 +66,11 @@ type specProducer struct {
 	id      uint64
 	name    string // in the payloads
 	ledger  *ordercheck.Ledger
-	writers map[owner]pulsar.Producer
+	clients map[string]pulsar.Client
+	topic   string
 
 	mu      sync.Mutex
+	writers map[owner]pulsar.Producer // opened on first use
 	epoch   uint64
 	place   placement
 	origins map[owner]router.Origin // old owner partition -> its marker's origin
@@ -65,30 +80,53 @@ type specProducer struct {
 	failed  []error
 }
 
-// newSpecProducer opens a writer on every partition of topic on every
-// cluster.
-func newSpecProducer(ctx context.Context, id uint64, clients map[string]pulsar.Client, topic string, parts int,
-	place placement, ledger *ordercheck.Ledger) *specProducer {
+// newSpecProducer returns a producer instance of topic that places keys
+// by place until its change, with a writer open on every partition there.
+func newSpecProducer(ctx context.Context, id uint64, clients map[string]pulsar.Client, topic string, place placement,
+	ledger *ordercheck.Ledger) *specProducer {
 	sp := &specProducer{
-		id: id, name: "sp" + strconv.FormatUint(id, 16), ledger: ledger, writers: map[owner]pulsar.Producer{},
-		place: place, origins: map[owner]router.Origin{}, from: map[string]owner{},
-		tagged: map[string]bool{}, written: map[string]int{},
+		id: id, name: "sp" + strconv.FormatUint(id, 16), ledger: ledger, clients: clients, topic: topic,
+		writers: map[owner]pulsar.Producer{}, place: place, origins: map[owner]router.Origin{},
+		from: map[string]owner{}, tagged: map[string]bool{}, written: map[string]int{},
 	}
-	for name, cl := range clients {
-		for p := range parts {
-			w, err := cl.CreateProducer(pulsar.ProducerOptions{
-				Topic:                   fmt.Sprintf("%s-partition-%d", topic, p),
-				BatchingMaxPublishDelay: 5 * time.Millisecond,
-				SendTimeout:             time.Minute,
-			})
-			Expect(err).NotTo(HaveOccurred(), "%s partition %d", name, p)
-			sp.writers[owner{name, p}] = w
-		}
-	}
+	DeferCleanup(sp.close)
+	sp.open(ctx, place)
 	return sp
 }
 
+// open opens a writer on every partition of pl that has none yet. A
+// broker on a loaded machine may time a first request out: it retries
+// while ctx lasts (standalone.RetryWhile's bound).
+func (sp *specProducer) open(ctx context.Context, pl placement) {
+	for c, n := range pl.parts {
+		for p := range n {
+			o := owner{c, p}
+			sp.mu.Lock()
+			have := sp.writers[o] != nil
+			sp.mu.Unlock()
+			if have {
+				continue
+			}
+			var w pulsar.Producer
+			err := standalone.RetryWhile(ctx, func() (err error) {
+				w, err = sp.clients[c].CreateProducer(pulsar.ProducerOptions{
+					Topic:                   fmt.Sprintf("%s-partition-%d", sp.topic, p),
+					BatchingMaxPublishDelay: 5 * time.Millisecond,
+					SendTimeout:             time.Minute,
+				})
+				return err
+			}, func(error) bool { return true })
+			Expect(err).NotTo(HaveOccurred(), "%s partition %d", c, p)
+			sp.mu.Lock()
+			sp.writers[o] = w
+			sp.mu.Unlock()
+		}
+	}
+}
+
 func (sp *specProducer) close() {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	for _, w := range sp.writers {
 		w.Close()
 	}
@@ -104,10 +142,11 @@ func (sp *specProducer) send(ctx context.Context, key string) {
 		router.Tag{Producer: sp.id, Epoch: sp.epoch, From: []router.Origin{sp.origins[old]}}.AddTo(props)
 	}
 	sp.written[o.cluster]++
+	w := sp.writers[o]
 	sp.mu.Unlock()
 	rec, payload := sp.ledger.Next(sp.name, key)
 	tagged := len(props) > 0
-	sp.writers[o].SendAsync(ctx, &pulsar.ProducerMessage{Key: key, Payload: payload, Properties: props},
+	w.SendAsync(ctx, &pulsar.ProducerMessage{Key: key, Payload: payload, Properties: props},
 		func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 			sp.ledger.Done(rec, time.Now(), err)
 			sp.mu.Lock()
@@ -122,7 +161,10 @@ func (sp *specProducer) send(ctx context.Context, key string) {
 
 // flush waits for every message handed over to have its outcome.
 func (sp *specProducer) flush() {
-	for o, w := range sp.writers {
+	sp.mu.Lock()
+	ws := maps.Clone(sp.writers)
+	sp.mu.Unlock()
+	for o, w := range ws {
 		Expect(w.Flush()).To(Succeed(), "%v", o)
 	}
 }
@@ -133,6 +175,7 @@ func (sp *specProducer) flush() {
 // acknowledged, later messages of the moved keys go to their new owner
 // tagged with the marker's position. It returns the moved keys.
 func (sp *specProducer) change(ctx context.Context, keys []string, next placement) map[string]bool {
+	sp.open(ctx, next)
 	sp.flush()
 	sp.mu.Lock()
 	moved := map[string]bool{}
@@ -149,7 +192,10 @@ func (sp *specProducer) change(ctx context.Context, keys []string, next placemen
 	sp.mu.Unlock()
 	for o, n := range leaving {
 		m := router.Marker{Producer: sp.id, Epoch: epoch, Moved: n}
-		id, err := sp.writers[o].Send(ctx, &pulsar.ProducerMessage{Payload: []byte{}, Properties: m.Properties()})
+		sp.mu.Lock()
+		w := sp.writers[o]
+		sp.mu.Unlock()
+		id, err := w.Send(ctx, &pulsar.ProducerMessage{Payload: []byte{}, Properties: m.Properties()})
 		Expect(err).NotTo(HaveOccurred(), "marker on %v", o)
 		sp.mu.Lock()
 		sp.origins[o] = router.Origin{Cluster: o.cluster, Partition: int32(o.partition),
