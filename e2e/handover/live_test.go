@@ -37,6 +37,11 @@ const (
 	// which bounds one discovery's lookups.
 	discovery = time.Second
 	opTimeout = 30 * time.Second
+	// liveHold is both readers' hold bound: far longer than a hold lasts
+	// (a marker's acknowledgement, then the old owner read up to it), so
+	// that a release by time is a failure, reported with what it waited
+	// for.
+	liveHold = time.Minute
 	// moveTolerance is how far the moved keys' fraction may be from the
 	// weights' expectation (10,000 keys: about 2.5 standard deviations).
 	moveTolerance = 0.01
@@ -158,7 +163,7 @@ func placements(p *producer.Producer, keys []string) map[string]owner {
 // runLive runs ch under steady load, read back by the keyroute consumer
 // and by the SPEC reader, and checks both.
 func runLive(sctx SpecContext, ch liveChange) {
-	ctx, cancel := context.WithTimeout(sctx, holdTimeout)
+	ctx, cancel := context.WithTimeout(sctx, 5*time.Minute)
 	defer cancel()
 	cs := suite.Bed.Clusters()
 	topic := "persistent://public/default/" + bedsuite.Unique("live")
@@ -172,13 +177,13 @@ func runLive(sctx SpecContext, ch liveChange) {
 	rctx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
 	c, err := consumer.New(ctx, ch.from, consumer.Topic(topic), consumer.Subscription("kr"),
-		consumer.InitialPosition(consumer.Earliest), consumer.HoldTimeout(holdTimeout), consumer.MaxHeld(1<<20),
+		consumer.InitialPosition(consumer.Earliest), consumer.HoldTimeout(liveHold), consumer.MaxHeld(1<<20),
 		consumer.PartitionsAutoDiscoveryInterval(discovery))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { _ = c.Close(context.Background()) })
 	kr := readConsumer(rctx, c)
 	col := &collector{}
-	sr := newSpecReader(ctx, cs, topic, "spec", col) // its discovery interval is also a second
+	sr := newSpecReader(ctx, cs, topic, "spec", col, liveHold) // its discovery interval is also a second
 
 	suite.Step("steady load, then the change")
 	p, err := producer.New(ctx, ch.from, append([]producer.Opt{producer.Topic(topic)}, ch.popts...)...)
@@ -204,8 +209,14 @@ func runLive(sctx SpecContext, ch liveChange) {
 
 	suite.Step("read back and check")
 	sent := ledger.All()
-	Eventually(kr.count).WithContext(ctx).Should(BeNumerically(">=", len(sent)), "the keyroute consumer reads everything")
-	Eventually(col.count).WithContext(ctx).Should(BeNumerically(">=", len(sent)), "the SPEC reader reads everything")
+	// A hold that never ends is released at liveHold and reported: the
+	// wait ends by then.
+	Eventually(kr.count).WithTimeout(liveHold+quiet).Should(BeNumerically(">=", len(sent)), func() string {
+		return fmt.Sprintf("the keyroute consumer reads everything: %+v", c.Health(ctx))
+	})
+	Eventually(col.count).WithTimeout(liveHold+quiet).Should(BeNumerically(">=", len(sent)), func() string {
+		return fmt.Sprintf("the SPEC reader reads everything: %+v, %d held now, released %v", sr.Stats(), sr.HeldNow(), col.released)
+	})
 	time.Sleep(quiet)
 	stopReading()
 	<-kr.done
@@ -237,6 +248,13 @@ func runLive(sctx SpecContext, ch liveChange) {
 	kr.mu.Lock()
 	Expect(kr.errs).To(BeEmpty())
 	kr.mu.Unlock()
+	var held, markers, forced, bad uint64
+	for _, h := range c.Health(ctx) {
+		held, markers, forced, bad = held+h.HeldTotal, markers+h.Markers, forced+h.ForcedReleases, bad+h.BadHandover
+	}
+	GinkgoWriter.Printf("keyroute consumer: held %d, markers %d, forced releases %d\n", held, markers, forced)
+	Expect(forced).To(BeZero(), "the keyroute consumer releases no hold by force")
+	Expect(bad).To(BeZero())
 	Expect(col.released).To(BeEmpty(), "the SPEC reader releases no hold by force")
 	st := sr.Stats()
 	GinkgoWriter.Printf("SPEC reader: held %d (at most %d at once), markers %d (acked %d)\n", st.Held, st.MaxHeld, st.Markers, st.MarkersAcked)

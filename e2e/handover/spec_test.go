@@ -187,7 +187,7 @@ var _ = Describe("a hand-over written by the SPEC on plain pulsar-client-go", fu
 
 		suite.Step("read " + c + " first, then " + a + " and " + b)
 		col := &collector{}
-		r := newSpecReader(ctx, cs, topic, "spec", col, a, b)
+		r := newSpecReader(ctx, cs, topic, "spec", col, holdTimeout, a, b)
 		Eventually(func() int64 { return r.Stats().Received }).WithContext(ctx).Should(BeEquivalentTo(w.on[c]))
 		Expect(col.count()).To(BeZero(), "every message on %s waits for its origin", c)
 		Expect(r.HeldNow()).To(Equal(w.on[c]))
@@ -211,7 +211,7 @@ var _ = Describe("a hand-over written by the SPEC on plain pulsar-client-go", fu
 
 		suite.Step("subscribe the SPEC reader on both clusters")
 		col := &collector{}
-		r := newSpecReader(ctx, cs, topic, "spec", col)
+		r := newSpecReader(ctx, cs, topic, "spec", col, holdTimeout)
 
 		suite.Step(fmt.Sprintf("two SPEC producers write, grow %s to %d partitions, hand over, write again", a, grown))
 		before, after := evenly(specParts, a, b), evenly(specParts, a, b)
@@ -240,16 +240,18 @@ var _ = Describe("a hand-over written by the SPEC on plain pulsar-client-go", fu
 		// backlogs side by side, and may meet them in any order.
 		suite.Step("a second SPEC reader subscribes after the writes")
 		late := &collector{}
-		checkRead(ctx, w, newSpecReader(ctx, cs, topic, "spec-late", late), late)
+		checkRead(ctx, w, newSpecReader(ctx, cs, topic, "spec-late", late, holdTimeout), late)
 	})
 })
 
 // newSpecReader subscribes a SPEC reader to topic on cs, but for the
-// deferred clusters, delivering to col; it is closed when the spec ends.
-func newSpecReader(ctx context.Context, cs []*testbed.Cluster, topic, sub string, col *collector, deferred ...string) *specreader.Reader {
+// deferred clusters, delivering to col, with hold as its HoldTimeout; it
+// is closed when the spec ends.
+func newSpecReader(ctx context.Context, cs []*testbed.Cluster, topic, sub string, col *collector, hold time.Duration,
+	deferred ...string) *specreader.Reader {
 	r, err := specreader.New(ctx, specreader.Options{
 		Clusters: readerClusters(cs), Topic: topic, Subscription: sub, Deferred: deferred,
-		HoldTimeout: holdTimeout, HoldLimit: 1 << 20, Deliver: col.deliver, Released: col.release,
+		HoldTimeout: hold, HoldLimit: 1 << 20, Deliver: col.deliver, Released: col.release,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(r.Close)
