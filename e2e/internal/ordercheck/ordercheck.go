@@ -237,21 +237,52 @@ func Stall(got []Got, pick func(key string) bool, from, to time.Time, baseline t
 // Rate returns the acknowledged messages per second, in [from, to), of
 // the keys pick accepts.
 func Rate(l *Ledger, pick func(key string) bool, from, to time.Time) float64 {
+	return perSecond(l.times(pick, func(s *Sent) time.Time { return s.AckAt }, from, to), from, to)
+}
+
+// Offered returns the messages per second handed to the producer in
+// [from, to), of the keys pick accepts: with Rate, it tells a sender held
+// back from acknowledgements that come late.
+func Offered(l *Ledger, pick func(key string) bool, from, to time.Time) float64 {
+	return perSecond(l.times(pick, func(s *Sent) time.Time { return s.At }, from, to), from, to)
+}
+
+// MaxGap returns the longest time in [from, to) without an
+// acknowledgement of the keys pick accepts (from and to count as
+// bounds).
+func MaxGap(l *Ledger, pick func(key string) bool, from, to time.Time) time.Duration {
+	ts := l.times(pick, func(s *Sent) time.Time { return s.AckAt }, from, to)
+	ts = append(ts, from, to)
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	var gap time.Duration
+	for i := 1; i < len(ts); i++ {
+		gap = max(gap, ts[i].Sub(ts[i-1]))
+	}
+	return gap
+}
+
+// times returns when(s) of the records of keys pick accepts that fall in
+// [from, to).
+func (l *Ledger) times(pick func(key string) bool, when func(*Sent) time.Time, from, to time.Time) []time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
+	var out []time.Time
 	for k, ss := range l.sent {
 		if !pick(k.key) {
 			continue
 		}
 		for _, s := range ss {
-			if !s.AckAt.IsZero() && !s.AckAt.Before(from) && s.AckAt.Before(to) {
-				n++
+			if t := when(s); !t.IsZero() && !t.Before(from) && t.Before(to) {
+				out = append(out, t)
 			}
 		}
 	}
+	return out
+}
+
+func perSecond(ts []time.Time, from, to time.Time) float64 {
 	if d := to.Sub(from).Seconds(); d > 0 {
-		return float64(n) / d
+		return float64(len(ts)) / d
 	}
 	return 0
 }

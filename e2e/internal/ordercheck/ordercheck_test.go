@@ -53,6 +53,9 @@ func TestMovedAndRate(t *testing.T) {
 	}
 	require.InDelta(t, 10.0, Rate(l, func(string) bool { return true }, t0, t0.Add(time.Second)), 1e-9)
 	require.Zero(t, Rate(l, func(k string) bool { return k == "a" }, t0, t0.Add(time.Second)))
+	require.Equal(t, 100*time.Millisecond, MaxGap(l, func(string) bool { return true }, t0, t0.Add(time.Second)))
+	require.Equal(t, 2*time.Second, MaxGap(l, func(string) bool { return true }, t0.Add(2*time.Second), t0.Add(4*time.Second)))
+	require.Zero(t, Offered(l, func(string) bool { return true }, t0, t0.Add(time.Second)), "sent now, not at t0")
 }
 
 func TestStallIsWorstLatencyLessBaseline(t *testing.T) {
