@@ -17,6 +17,12 @@
 //	the partition's delivered frontier advances over the pending list's
 //	  delivered head; queues waiting on that partition are looked at again
 //
+// An origin on a cluster the reader does not know is released at once and
+// reported (section 6.4). One on a partition the reader has not seen yet
+// waits: pulsar-client-go looks the partition count up again every
+// PartitionDiscovery and subscribes the new partitions at the earliest
+// position, after which the origin passes as any other.
+//
 // Deliver is called for each delivered message, serially, under the lock.
 // A hold older than HoldTimeout, or the oldest hold when more than
 // HoldLimit messages are held, is released by force and reported (Release).
