@@ -120,34 +120,41 @@ func (r *krReader) all() []ordercheck.Got {
 	return append([]ordercheck.Got(nil), r.got...)
 }
 
-// offerLive sends liveRate messages a second over keys, from one
-// goroutine, until stop is closed; at each wake-up it sends what is due
-// by then, so that a sender starved of CPU catches up and only the
-// Producer itself can hold the offered load back.
+// pace calls send(i) for i = 0, 1, ... at rate a second until stop is
+// closed or ctx ends; at each wake-up it sends what is due by then, so
+// that a sender starved of CPU catches up and only send itself can hold
+// the offered load back.
+func pace(ctx context.Context, rate float64, stop <-chan struct{}, send func(i int)) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	for i := 0; ; {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for due := int(time.Since(start).Seconds() * rate); i < due; i++ {
+			send(i)
+		}
+	}
+}
+
+// offerLive sends liveRate messages a second over keys from one
+// goroutine (pace) until stop is closed, recording each in ledger.
 func offerLive(ctx context.Context, p *producer.Producer, ledger *ordercheck.Ledger, keys []string, stop <-chan struct{}) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		start := time.Now()
-		for i := 0; ; {
-			select {
-			case <-stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			due := int(time.Since(start).Seconds() * liveRate)
-			for ; i < due; i++ {
-				k := keys[i%len(keys)]
-				rec, payload := ledger.Next("p1", k)
-				p.SendAsync(ctx, &producer.Message{Key: k, Value: payload}, func(_ producer.ID, _ *producer.Message, err error) {
-					ledger.Done(rec, time.Now(), err)
-				})
-			}
-		}
+		pace(ctx, liveRate, stop, func(i int) {
+			k := keys[i%len(keys)]
+			rec, payload := ledger.Next("p1", k)
+			p.SendAsync(ctx, &producer.Message{Key: k, Value: payload}, func(_ producer.ID, _ *producer.Message, err error) {
+				ledger.Done(rec, time.Now(), err)
+			})
+		})
 	}()
 	return done
 }
@@ -174,24 +181,11 @@ func loadIdle(ctx context.Context, from *topology.Topology, stop <-chan struct{}
 		w, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: bedsuite.Unique("idle")})
 		Expect(err).NotTo(HaveOccurred(), c.Name)
 		DeferCleanup(w.Close)
+		payload := make([]byte, 40)
 		wg.Go(func() {
-			tick := time.NewTicker(10 * time.Millisecond)
-			defer tick.Stop()
-			start := time.Now()
-			payload := make([]byte, 40)
-			for i := 0; ; {
-				select {
-				case <-stop:
-					return
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-				}
-				due := int(time.Since(start).Seconds() * liveRate / float64(len(from.Clusters)))
-				for ; i < due; i++ {
-					w.SendAsync(ctx, &pulsar.ProducerMessage{Payload: payload}, func(pulsar.MessageID, *pulsar.ProducerMessage, error) {})
-				}
-			}
+			pace(ctx, liveRate/float64(len(from.Clusters)), stop, func(int) {
+				w.SendAsync(ctx, &pulsar.ProducerMessage{Payload: payload}, func(pulsar.MessageID, *pulsar.ProducerMessage, error) {})
+			})
 		})
 	}
 	done := make(chan struct{})
