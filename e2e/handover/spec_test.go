@@ -173,33 +173,35 @@ func specTopic(ctx context.Context, cs []*testbed.Cluster, parts int) (string, m
 }
 
 var _ = Describe("a hand-over written by the SPEC on plain pulsar-client-go", func() {
-	It("is read in order by the SPEC reader, although its new owner is read first and a naive merge reorders", func(sctx SpecContext) {
-		ctx, cancel := context.WithTimeout(sctx, holdTimeout)
-		defer cancel()
-		cs := suite.Bed.Clusters()[:3]
-		a, b, c := cs[0].Name, cs[1].Name, cs[2].Name
-		topic, clients, keys := specTopic(ctx, cs, specParts)
+	for _, failover := range []bool{false, true} {
+		It(fmt.Sprintf("is read in order by the SPEC reader (Failover %v), although its new owner is read first and a naive merge reorders", failover), func(sctx SpecContext) {
+			ctx, cancel := context.WithTimeout(sctx, holdTimeout)
+			defer cancel()
+			cs := suite.Bed.Clusters()[:3]
+			a, b, c := cs[0].Name, cs[1].Name, cs[2].Name
+			topic, clients, keys := specTopic(ctx, cs, specParts)
 
-		suite.Step("two SPEC producers write, hand over " + a + "/" + b + " -> " + c + ", write again")
-		w := handOver(ctx, clients, topic, keys, newPlacement(evenly(specParts, a, b)),
-			newPlacement(evenly(specParts, a, b, c)), func() {})
-		Expect(w.on[c]).To(Equal(len(w.moved)*specRounds*2), "only moved keys' later messages are on the new cluster")
+			suite.Step("two SPEC producers write, hand over " + a + "/" + b + " -> " + c + ", write again")
+			w := handOver(ctx, clients, topic, keys, newPlacement(evenly(specParts, a, b)),
+				newPlacement(evenly(specParts, a, b, c)), func() {})
+			Expect(w.on[c]).To(Equal(len(w.moved)*specRounds*2), "only moved keys' later messages are on the new cluster")
 
-		suite.Step("read " + c + " first, then " + a + " and " + b)
-		col := &collector{}
-		r := newSpecReader(ctx, cs, topic, "spec", col, holdTimeout, a, b)
-		Eventually(func() int64 { return r.Stats().Received }).WithContext(ctx).Should(BeEquivalentTo(w.on[c]))
-		Expect(col.count()).To(BeZero(), "every message on %s waits for its origin", c)
-		Expect(r.HeldNow()).To(Equal(w.on[c]))
-		Expect(r.Subscribe(ctx, a)).To(Succeed())
-		Expect(r.Subscribe(ctx, b)).To(Succeed())
+			suite.Step("read " + c + " first, then " + a + " and " + b)
+			col := &collector{}
+			r := newSpecReaderOf(ctx, cs, topic, "spec", failover, col, holdTimeout, a, b)
+			Eventually(func() int64 { return r.Stats().Received }).WithContext(ctx).Should(BeEquivalentTo(w.on[c]))
+			Expect(col.count()).To(BeZero(), "every message on %s waits for its origin", c)
+			Expect(r.HeldNow()).To(Equal(w.on[c]))
+			Expect(r.Subscribe(ctx, a)).To(Succeed())
+			Expect(r.Subscribe(ctx, b)).To(Succeed())
 
-		suite.Step("check")
-		naive := checkRead(ctx, w, r, col)
-		Expect(naive.Reordered).To(BeNumerically(">=", len(w.moved)*2),
-			"the scenario reorders every moved key of each producer for a reader that does not hold")
-		Expect(r.Stats().Held).To(BeEquivalentTo(w.on[c]))
-	})
+			suite.Step("check")
+			naive := checkRead(ctx, w, r, col)
+			Expect(naive.Reordered).To(BeNumerically(">=", len(w.moved)*2),
+				"the scenario reorders every moved key of each producer for a reader that does not hold")
+			Expect(r.Stats().Held).To(BeEquivalentTo(w.on[c]))
+		})
+	}
 
 	It("keeps order across partition growth on one cluster, read live: the new partitions found by discovery", func(sctx SpecContext) {
 		ctx, cancel := context.WithTimeout(sctx, holdTimeout)
@@ -249,8 +251,16 @@ var _ = Describe("a hand-over written by the SPEC on plain pulsar-client-go", fu
 // is closed when the spec ends.
 func newSpecReader(ctx context.Context, cs []*testbed.Cluster, topic, sub string, col *collector, hold time.Duration,
 	deferred ...string) *specreader.Reader {
+	return newSpecReaderOf(ctx, cs, topic, sub, false, col, hold, deferred...)
+}
+
+// newSpecReaderOf is newSpecReader with a Failover subscription when
+// failover is true (one consumer name on every cluster).
+func newSpecReaderOf(ctx context.Context, cs []*testbed.Cluster, topic, sub string, failover bool, col *collector, hold time.Duration,
+	deferred ...string) *specreader.Reader {
 	r, err := specreader.New(ctx, specreader.Options{
 		Clusters: readerClusters(cs), Topic: topic, Subscription: sub, Deferred: deferred,
+		Failover: failover, ConsumerName: "spec-reader",
 		HoldTimeout: hold, HoldLimit: 1 << 20, Deliver: col.deliver, Released: col.release,
 	})
 	Expect(err).NotTo(HaveOccurred())
