@@ -189,9 +189,7 @@ var _ = Describe("a hand-over written by the SPEC on plain pulsar-client-go", fu
 			suite.Step("read " + c + " first, then " + a + " and " + b)
 			col := &collector{}
 			r := newSpecReaderOf(ctx, cs, topic, "spec", failover, col, holdTimeout, a, b)
-			Eventually(func() int64 { return r.Stats().Received }).WithContext(ctx).Should(BeEquivalentTo(w.on[c]))
-			Expect(col.count()).To(BeZero(), "every message on %s waits for its origin", c)
-			Expect(r.HeldNow()).To(Equal(w.on[c]))
+			heldAll(ctx, r, col, c, w.on[c])
 			Expect(r.Subscribe(ctx, a)).To(Succeed())
 			Expect(r.Subscribe(ctx, b)).To(Succeed())
 
@@ -202,6 +200,31 @@ var _ = Describe("a hand-over written by the SPEC on plain pulsar-client-go", fu
 			Expect(r.Stats().Held).To(BeEquivalentTo(w.on[c]))
 		})
 	}
+
+	It("is read again in order by a SPEC reader restarted while it holds (HANDOVER.md 7.4)", func(sctx SpecContext) {
+		ctx, cancel := context.WithTimeout(sctx, holdTimeout)
+		defer cancel()
+		cs := suite.Bed.Clusters()[:3]
+		a, b, c := cs[0].Name, cs[1].Name, cs[2].Name
+		topic, clients, keys := specTopic(ctx, cs, specParts)
+		w := handOver(ctx, clients, topic, keys, newPlacement(evenly(specParts, a, b)),
+			newPlacement(evenly(specParts, a, b, c)), func() {})
+
+		suite.Step("a first reader holds every message of " + c + ", then closes")
+		first := &collector{}
+		r1 := newSpecReader(ctx, cs, topic, "spec", first, holdTimeout, a, b)
+		heldAll(ctx, r1, first, c, w.on[c])
+		r1.Close()
+
+		suite.Step("a second reader on the same subscription")
+		col := &collector{}
+		r2 := newSpecReader(ctx, cs, topic, "spec", col, holdTimeout, a, b)
+		heldAll(ctx, r2, col, c, w.on[c]) // nothing held was acknowledged: it comes again
+		Expect(r2.Subscribe(ctx, a)).To(Succeed())
+		Expect(r2.Subscribe(ctx, b)).To(Succeed())
+		checkRead(ctx, w, r2, col)
+		Expect(first.count()).To(BeZero())
+	})
 
 	It("keeps order across partition growth on one cluster, read live: the new partitions found by discovery", func(sctx SpecContext) {
 		ctx, cancel := context.WithTimeout(sctx, holdTimeout)
@@ -245,6 +268,15 @@ var _ = Describe("a hand-over written by the SPEC on plain pulsar-client-go", fu
 		checkRead(ctx, w, newSpecReader(ctx, cs, topic, "spec-late", late, holdTimeout), late)
 	})
 })
+
+// heldAll waits until r, reading cluster c alone, has received its n
+// messages, and checks that it holds them all: each waits for its origin
+// on a cluster r does not read yet.
+func heldAll(ctx context.Context, r *specreader.Reader, col *collector, c string, n int) {
+	Eventually(func() int64 { return r.Stats().Received }).WithContext(ctx).Should(BeEquivalentTo(n))
+	Expect(col.count()).To(BeZero(), "every message on %s waits for its origin", c)
+	Expect(r.HeldNow()).To(Equal(n))
+}
 
 // newSpecReader subscribes a SPEC reader to topic on cs, but for the
 // deferred clusters, delivering to col, with hold as its HoldTimeout; it

@@ -142,6 +142,7 @@ type Reader struct {
 	cancel  context.CancelFunc
 	ctx     context.Context
 	wg      sync.WaitGroup
+	close   sync.Once
 
 	mu        sync.Mutex // guards everything below and the calls to Deliver
 	consumers map[string]pulsar.Consumer
@@ -278,18 +279,21 @@ func (r *Reader) HeldNow() int {
 
 // Close stops reading and closes the consumers and clients; holds are
 // dropped undelivered (not acknowledged: Pulsar delivers them again).
+// Calling it again does nothing.
 func (r *Reader) Close() {
-	r.mu.Lock()
-	r.closed = true
-	r.mu.Unlock()
-	r.cancel()
-	r.wg.Wait()
-	for _, c := range r.consumers {
-		c.Close()
-	}
-	for _, c := range r.clients {
-		c.Close()
-	}
+	r.close.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		r.mu.Unlock()
+		r.cancel()
+		r.wg.Wait()
+		for _, c := range r.consumers {
+			c.Close()
+		}
+		for _, c := range r.clients {
+			c.Close()
+		}
+	})
 }
 
 // bound releases holds older than HoldTimeout.
