@@ -12,7 +12,8 @@
 // on a Failover subscription: it delivers every
 // key of every producer in order, none lost or twice, and releases no
 // hold by force, while a naive merge of the same receipts reorders every
-// moved key. A second spec grows one cluster's partitions between the
+// moved key. Closed while it holds them, a reader's successor on the same
+// subscription gets them again and delivers them in order. A spec grows one cluster's partitions between the
 // writes, read live (the new partitions found by discovery) and by a
 // second reader subscribed after the writes.
 //
