@@ -81,12 +81,14 @@ require (
 )
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/keyroute/keyroute v0.1.0
 	github.com/keyroute/keyroute/internal v0.0.0-00010101000000-000000000000
 	github.com/keyroute/keyroute/plugin/kotel v0.0.0-00010101000000-000000000000
 	github.com/keyroute/keyroute/plugin/kzap v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.20.5
 	github.com/prometheus/client_model v0.6.1
+	github.com/stretchr/testify v1.12.1
 )
 
 replace (

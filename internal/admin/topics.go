@@ -126,6 +126,41 @@ func (c *Client) CreatePartitionedTopic(ctx context.Context, topic string, parti
 	return false, c.errorf(op, t.String(), status, statusErr(body))
 }
 
+// UpdatePartitions grows topic, a partitioned topic, to partitions
+// partitions (Pulsar's update-partitioned-topic; the broker creates the
+// new partitions and the topic's subscriptions on them). Pulsar refuses a
+// count that is not larger (an *Error wrapping ErrStatus with its
+// reason); a topic that does not exist is ErrNotFound. ctx bounds the
+// whole call. Errors are *Error.
+func (c *Client) UpdatePartitions(ctx context.Context, topic string, partitions int) error {
+	const op = "update partitioned topic"
+	t, err := parseTopic(topic)
+	if err != nil {
+		return c.errorf(op, topic, 0, err)
+	}
+	if partitions < 1 {
+		return c.errorf(op, t.String(), 0, fmt.Errorf("partitions %d: must be at least 1", partitions))
+	}
+	return c.exec(ctx, op, t, http.MethodPost, t.path("/partitions"), []byte(strconv.Itoa(partitions)))
+}
+
+// exec does a request whose answer has no content: nil for a 2xx status,
+// ErrNotFound for 404, else ErrStatus with the server's reason. Errors
+// are *Error, naming op and t.
+func (c *Client) exec(ctx context.Context, op string, t topicName, method, path string, body []byte) error {
+	status, answer, err := c.call(ctx, method, path, body)
+	if err != nil {
+		return c.errorf(op, t.String(), 0, err)
+	}
+	switch {
+	case status/100 == 2:
+		return nil
+	case status == http.StatusNotFound:
+		return c.errorf(op, t.String(), status, ErrNotFound)
+	}
+	return c.errorf(op, t.String(), status, statusErr(answer))
+}
+
 // partitionCount returns the partition count of an existing topic; 0 means
 // a non-partitioned topic, or (from brokers that answer so) none at all.
 // A broker that answers 404 (Pulsar 4.0 does for a topic that does not
@@ -208,17 +243,7 @@ func (c *Client) DeleteTopic(ctx context.Context, topic string) error {
 	if n > 0 {
 		path = t.path("/partitions?force=true")
 	}
-	status, body, err := c.call(ctx, http.MethodDelete, path, nil)
-	if err != nil {
-		return c.errorf(op, t.String(), 0, err)
-	}
-	switch {
-	case status/100 == 2:
-		return nil
-	case status == http.StatusNotFound:
-		return c.errorf(op, t.String(), status, ErrNotFound)
-	}
-	return c.errorf(op, t.String(), status, statusErr(body))
+	return c.exec(ctx, op, t, http.MethodDelete, path, nil)
 }
 
 // call does one admin request and returns the status and body.

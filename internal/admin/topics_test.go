@@ -79,6 +79,20 @@ func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.topics[base] = p
 		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodPost && partitioned:
+		b, _ := io.ReadAll(r.Body)
+		p, err := strconv.Atoi(string(b))
+		switch {
+		case !exists:
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"reason":"Topic not found"}`)
+		case err != nil || p <= n:
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			io.WriteString(w, `{"reason":"Expect partitions to grow"}`)
+		default:
+			f.topics[base] = p
+			w.WriteHeader(http.StatusNoContent)
+		}
 	case r.Method == http.MethodGet && partitioned && !exists && !f.plain[base] && f.missing404:
 		w.WriteHeader(http.StatusNotFound) // as Pulsar 4.0 answers
 		io.WriteString(w, `{"reason":"Topic not found"}`)
@@ -140,6 +154,24 @@ func TestCreatePartitionedTopic(t *testing.T) {
 	assert.Equal(t, "persistent://public/default/orders", aerr.Topic)
 	assert.Contains(t, err.Error(), url)
 
+}
+
+func TestUpdatePartitions(t *testing.T) {
+	f, url := newFake(t)
+	ctx := context.Background()
+	c := Plain(url)
+	require.NoError(t, CreatePartitionedTopic(ctx, url, "t/ns/grow", 5))
+	require.NoError(t, c.UpdatePartitions(ctx, "t/ns/grow", 8))
+	assert.Equal(t, 8, f.topics["/admin/v2/persistent/t/ns/grow"])
+
+	err := c.UpdatePartitions(ctx, "t/ns/grow", 6)
+	require.ErrorIs(t, err, ErrStatus, "a shrink is refused by the broker")
+	var aerr *Error
+	require.ErrorAs(t, err, &aerr)
+	assert.Equal(t, http.StatusUnprocessableEntity, aerr.Status)
+	assert.Equal(t, "persistent://t/ns/grow", aerr.Topic)
+	assert.ErrorIs(t, c.UpdatePartitions(ctx, "t/ns/none", 3), ErrNotFound)
+	assert.ErrorIs(t, c.UpdatePartitions(ctx, "a/b", 3), ErrBadTopic)
 }
 
 func TestCreatePartitionedTopicRejectsBadInput(t *testing.T) {

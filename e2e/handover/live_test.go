@@ -1,0 +1,420 @@
+//go:build e2e && handover_live
+
+package handover
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/keyroute/keyroute/consumer"
+	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
+	"github.com/keyroute/keyroute/e2e/internal/ordercheck"
+	"github.com/keyroute/keyroute/e2e/internal/specreader"
+	"github.com/keyroute/keyroute/internal/admin"
+	"github.com/keyroute/keyroute/producer"
+	"github.com/keyroute/keyroute/topology"
+)
+
+// The load specs of a live topology change need a sixth cluster.
+func init() { clusterCount = 6 }
+
+const (
+	liveRate  = 5000 // messages per second offered, over all clusters
+	liveKeys  = 10_000
+	liveParts = 5
+	// liveWarm is load before the measured window: connections open and
+	// the brokers' JIT settles. liveWindow is the measured window before
+	// the change, and again from the change on; liveTail is load after it.
+	liveWarm   = 4 * time.Second
+	liveWindow = 8 * time.Second
+	liveTail   = 2 * time.Second
+	// discovery is the producer's and the readers' partition discovery
+	// interval; opTimeout is pulsar-client-go's default operation timeout,
+	// which bounds one discovery's lookups.
+	discovery = time.Second
+	opTimeout = 30 * time.Second
+	// liveHold is both readers' hold bound: far longer than a hold lasts
+	// (a marker's acknowledgement, then the old owner read up to it), so
+	// that a release by time is a failure, reported with what it waited
+	// for.
+	liveHold = time.Minute
+	// moveTolerance is how far the moved keys' fraction may be from the
+	// weights' expectation (10,000 keys: about 2.5 standard deviations).
+	moveTolerance = 0.01
+)
+
+// topoOf returns the bed's first n clusters as a topology, with the
+// weights given (1 otherwise).
+func topoOf(n int, weight map[string]float64) *topology.Topology {
+	t := suite.Bed.Topology()
+	t.Clusters = t.Clusters[:n]
+	for i := range t.Clusters {
+		if w, ok := weight[t.Clusters[i].Name]; ok {
+			t.Clusters[i].Weight = w
+		}
+	}
+	return t
+}
+
+// liveChange is one live change under load.
+type liveChange struct {
+	from *topology.Topology
+	// apply applies the change to the consumer and the producer and
+	// returns once the producer runs under it.
+	apply     func(ctx context.Context, topic string, p *producer.Producer, c *consumer.Consumer)
+	epochs    uint64  // the producer's Epoch after apply
+	wantMoved float64 // the moved keys' fraction the weights give
+	popts     []producer.Opt
+}
+
+// krReader reads a keyroute consumer from its own goroutine.
+type krReader struct {
+	mu   sync.Mutex
+	got  []ordercheck.Got
+	errs []error
+	done chan struct{}
+}
+
+func readConsumer(ctx context.Context, c *consumer.Consumer) *krReader {
+	r := &krReader{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for {
+			m, err := c.Receive(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.mu.Lock()
+					r.errs = append(r.errs, err)
+					r.mu.Unlock()
+				}
+				return
+			}
+			now := time.Now()
+			aerr := c.Ack(ctx, m)
+			r.mu.Lock()
+			r.got = append(r.got, ordercheck.Got{Payload: m.Value, At: now})
+			if aerr != nil {
+				r.errs = append(r.errs, aerr)
+			}
+			r.mu.Unlock()
+		}
+	}()
+	return r
+}
+
+func (r *krReader) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.got)
+}
+
+func (r *krReader) all() []ordercheck.Got {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]ordercheck.Got(nil), r.got...)
+}
+
+// pace calls send(i) for i = 0, 1, ... at rate a second until stop is
+// closed or ctx ends; at each wake-up it sends what is due by then, so
+// that a sender starved of CPU catches up and only send itself can hold
+// the offered load back.
+func pace(ctx context.Context, rate float64, stop <-chan struct{}, send func(i int)) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	for i := 0; ; {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for due := int(time.Since(start).Seconds() * rate); i < due; i++ {
+			send(i)
+		}
+	}
+}
+
+// offerLive sends liveRate messages a second over keys from one
+// goroutine (pace) until stop is closed, recording each in ledger.
+func offerLive(ctx context.Context, p *producer.Producer, ledger *ordercheck.Ledger, keys []string, stop <-chan struct{}) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pace(ctx, liveRate, stop, func(i int) {
+			k := keys[i%len(keys)]
+			rec, payload := ledger.Next("p1", k)
+			p.SendAsync(ctx, &producer.Message{Key: k, Value: payload}, func(_ producer.ID, _ *producer.Message, err error) {
+				ledger.Done(rec, time.Now(), err)
+			})
+		})
+	}()
+	return done
+}
+
+// loadIdle writes, until stop is closed, to each bed cluster that from
+// does not hold, on a topic of its own, a cluster's share of liveRate
+// with plain pulsar-client-go: a cluster added later is then as warm as
+// the others (a cold broker's JIT takes seconds of a loaded machine's
+// CPU), and the machine carries the same load before the change as
+// during it, so that the rates compared measure the SDK.
+func loadIdle(ctx context.Context, from *topology.Topology, stop <-chan struct{}) <-chan struct{} {
+	in := map[string]bool{}
+	for _, c := range from.Clusters {
+		in[c.Name] = true
+	}
+	var wg sync.WaitGroup
+	for _, c := range suite.Bed.Clusters() {
+		if in[c.Name] {
+			continue
+		}
+		cl, err := bedsuite.Client(c.ServiceURL, false)
+		Expect(err).NotTo(HaveOccurred(), c.Name)
+		DeferCleanup(cl.Close)
+		w, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: bedsuite.Unique("idle")})
+		Expect(err).NotTo(HaveOccurred(), c.Name)
+		DeferCleanup(w.Close)
+		payload := make([]byte, 40)
+		wg.Go(func() {
+			pace(ctx, liveRate/float64(len(from.Clusters)), stop, func(int) {
+				w.SendAsync(ctx, &pulsar.ProducerMessage{Payload: payload}, func(pulsar.MessageID, *pulsar.ProducerMessage, error) {})
+			})
+		})
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
+}
+
+// placements returns every key's owner under p's topology in use.
+func placements(p *producer.Producer, keys []string) map[string]owner {
+	out := make(map[string]owner, len(keys))
+	for _, k := range keys {
+		c, part := p.Placement(k)
+		out[k] = owner{c, part}
+	}
+	return out
+}
+
+// runLive runs ch under steady load, read back by the keyroute consumer
+// and by the SPEC reader, and checks both.
+func runLive(sctx SpecContext, ch liveChange) {
+	ctx, cancel := context.WithTimeout(sctx, 5*time.Minute)
+	defer cancel()
+	cs := suite.Bed.Clusters()
+	topic := "persistent://public/default/" + bedsuite.Unique("live")
+	bedsuite.CreateTopic(ctx, cs, topic, liveParts)
+	keys := make([]string, liveKeys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key-%05d", i)
+	}
+
+	suite.Step("subscribe the keyroute consumer and the SPEC reader")
+	rctx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	c, err := consumer.New(ctx, ch.from, consumer.Topic(topic), consumer.Subscription("kr"),
+		consumer.InitialPosition(consumer.Earliest), consumer.HoldTimeout(liveHold), consumer.MaxHeld(1<<20),
+		consumer.PartitionsAutoDiscoveryInterval(discovery))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = c.Close(context.Background()) })
+	kr := readConsumer(rctx, c)
+	col := &collector{}
+	sr := newSpecReader(ctx, cs, topic, "spec", col, liveHold) // its discovery interval is also a second
+
+	suite.Step("steady load, then the change")
+	p, err := producer.New(ctx, ch.from, append([]producer.Opt{producer.Topic(topic)}, ch.popts...)...)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = p.Close(context.Background()) })
+	ledger := ordercheck.NewLedger()
+	stop, stopIdle := make(chan struct{}), make(chan struct{})
+	loaded := offerLive(ctx, p, ledger, keys, stop)
+	idle := loadIdle(ctx, ch.from, stopIdle)
+	time.Sleep(liveWarm)
+	b0 := time.Now()
+	time.Sleep(liveWindow)
+	b1 := time.Now()
+	before := placements(p, keys)
+	close(stopIdle)
+	<-idle
+	c0 := time.Now()
+	ch.apply(ctx, topic, p, c)
+	c1 := time.Now()
+	after := placements(p, keys)
+	Expect(p.Epoch()).To(Equal(ch.epochs))
+	time.Sleep(time.Until(c0.Add(liveWindow + liveTail)))
+	close(stop)
+	<-loaded
+	Expect(p.Flush(ctx)).To(Succeed())
+
+	// A reader caught up meets each marker before the moved messages
+	// written after it, and holds nothing; one that subscribes now reads
+	// every partition's backlog side by side, and meets them in any order.
+	suite.Step("a second SPEC reader subscribes after the load; read back and check")
+	late := &collector{}
+	lr := newSpecReader(ctx, cs, topic, "spec-late", late, liveHold)
+	sent := ledger.All()
+	// A hold that never ends is released at liveHold and reported: the
+	// wait ends by then.
+	Eventually(kr.count).WithTimeout(liveHold+quiet).Should(BeNumerically(">=", len(sent)), func() string {
+		return fmt.Sprintf("the keyroute consumer reads everything: %+v", c.Health(ctx))
+	})
+	specs := []struct {
+		name string
+		r    *specreader.Reader
+		col  *collector
+	}{{"SPEC reader", sr, col}, {"SPEC reader subscribed after the load", lr, late}}
+	for _, s := range specs {
+		Eventually(s.col.count).WithTimeout(liveHold+quiet).Should(BeNumerically(">=", len(sent)), func() string {
+			return fmt.Sprintf("the %s reads everything: %+v, %d held now, released %v", s.name, s.r.Stats(), s.r.HeldNow(), s.col.released)
+		})
+	}
+	time.Sleep(quiet)
+	stopReading()
+	<-kr.done
+
+	moved, frac := ordercheck.Moved(keys, func(k string) owner { return before[k] }, func(k string) owner { return after[k] })
+	isMoved := func(k string) bool { return moved[k] }
+	unmoved := func(k string) bool { return !moved[k] }
+	d0, d1 := c0, c0.Add(liveWindow)
+	ratio := ordercheck.Rate(ledger, unmoved, d0, d1) / ordercheck.Rate(ledger, unmoved, b0, b1)
+	GinkgoWriter.Printf("change applied in %s; %d messages sent; moved keys %.4f (want %.4f +- %.2f); unmoved keys' acked rate during/before %.3f\n",
+		c1.Sub(c0).Round(time.Millisecond), len(sent), frac, ch.wantMoved, moveTolerance, ratio)
+	GinkgoWriter.Printf("unmoved keys before/during: offered %.0f/%.0f msg/s, acked %.0f/%.0f msg/s, longest time without an ack %s/%s\n",
+		ordercheck.Offered(ledger, unmoved, b0, b1), ordercheck.Offered(ledger, unmoved, d0, d1),
+		ordercheck.Rate(ledger, unmoved, b0, b1), ordercheck.Rate(ledger, unmoved, d0, d1),
+		ordercheck.MaxGap(ledger, unmoved, b0, b1).Round(time.Millisecond), ordercheck.MaxGap(ledger, unmoved, d0, d1).Round(time.Millisecond))
+
+	type read struct {
+		name string
+		got  []ordercheck.Got
+	}
+	reads := []read{{"keyroute consumer", kr.all()}}
+	for _, s := range specs {
+		got, _ := s.col.delivered()
+		reads = append(reads, read{s.name, got})
+	}
+	for i, rd := range reads {
+		res := ordercheck.Check(ledger, rd.got)
+		GinkgoWriter.Printf("%s: %s\n", rd.name, res)
+		if i < 2 { // the readers that read while the load ran
+			baseline := time.Duration(ordercheck.Latency(rd.got, func(string) bool { return true }, b0, b1).ValueAtQuantile(50)) * time.Microsecond
+			GinkgoWriter.Printf("  latency before the change p50 %s; extra latency from the change on: moved keys %s, unmoved keys %s\n",
+				baseline, ordercheck.Figures(ordercheck.Stall(rd.got, isMoved, d0, d1, baseline)),
+				ordercheck.Figures(ordercheck.Stall(rd.got, unmoved, d0, d1, baseline)))
+		}
+		Expect(res.Failed).To(BeZero(), "%s: no send fails", rd.name)
+		Expect(res.Lost).To(BeZero(), "%s: %v", rd.name, res.Examples)
+		Expect(res.Duplicated).To(BeZero(), "%s: %v", rd.name, res.Examples)
+		Expect(res.Reordered).To(BeZero(), "%s: %v", rd.name, res.Examples)
+		Expect(res.Unknown).To(BeZero(), "%s: %v", rd.name, res.Examples)
+	}
+	kr.mu.Lock()
+	Expect(kr.errs).To(BeEmpty())
+	kr.mu.Unlock()
+	var held, markers, forced, bad uint64
+	for _, h := range c.Health(ctx) {
+		held, markers, forced, bad = held+h.HeldTotal, markers+h.Markers, forced+h.ForcedReleases, bad+h.BadHandover
+	}
+	GinkgoWriter.Printf("keyroute consumer: held %d, markers %d, forced releases %d\n", held, markers, forced)
+	Expect(forced).To(BeZero(), "the keyroute consumer releases no hold by force")
+	Expect(bad).To(BeZero())
+	for _, s := range specs {
+		st := s.r.Stats()
+		GinkgoWriter.Printf("%s: held %d (at most %d at once), markers %d (acked %d)\n", s.name, st.Held, st.MaxHeld, st.Markers, st.MarkersAcked)
+		Expect(s.col.released).To(BeEmpty(), "the %s releases no hold by force", s.name)
+		Expect(st.Markers).To(BeNumerically(">", 0), "%s: the producer wrote markers", s.name)
+		Expect(st.MarkersAcked).To(Equal(st.Markers), s.name)
+		Expect(st.BadTags).To(BeZero(), s.name)
+	}
+	Expect(frac).To(BeNumerically("~", ch.wantMoved, moveTolerance))
+	Expect(ratio).To(BeNumerically(">=", 0.95), "unmoved keys are not slowed")
+}
+
+// update applies topo to the consumer, then to the producer (HANDOVER.md
+// section 9: a new cluster's subscription exists before a producer
+// writes there).
+func update(ctx context.Context, topo *topology.Topology, p *producer.Producer, c *consumer.Consumer) {
+	Expect(c.Update(ctx, topo)).To(Succeed())
+	Expect(p.Update(ctx, topo)).To(Succeed())
+}
+
+var _ = Describe("a live topology change under steady load (producer.Update)", func() {
+	It("5 -> 6 clusters: every key in order for both readers, 1/6 of keys move, the others keep their rate", func(sctx SpecContext) {
+		runLive(sctx, liveChange{
+			from: topoOf(5, nil), epochs: 1, wantMoved: 1.0 / 6,
+			apply: func(ctx context.Context, _ string, p *producer.Producer, c *consumer.Consumer) {
+				update(ctx, topoOf(6, nil), p, c)
+			},
+		})
+	})
+
+	It("6 -> 5 clusters (drain): the drained cluster's keys move in order", func(sctx SpecContext) {
+		runLive(sctx, liveChange{
+			from: topoOf(6, nil), epochs: 1, wantMoved: 1.0 / 6,
+			// The producer first: the consumer reads a removed cluster
+			// until its backlog is empty, which a producer still writing
+			// there could reach for a moment.
+			apply: func(ctx context.Context, _ string, p *producer.Producer, c *consumer.Consumer) {
+				Expect(p.Update(ctx, topoOf(5, nil))).To(Succeed())
+				Expect(c.Update(ctx, topoOf(5, nil))).To(Succeed())
+			},
+		})
+	})
+
+	It("a reweight (local-1 from 1 to 2 of 6): 1/3 - 1/5 of keys move to it", func(sctx SpecContext) {
+		runLive(sctx, liveChange{
+			from: topoOf(5, nil), epochs: 1, wantMoved: 2.0/6 - 1.0/5,
+			apply: func(ctx context.Context, _ string, p *producer.Producer, c *consumer.Consumer) {
+				update(ctx, topoOf(5, map[string]float64{"local-1": 2}), p, c)
+			},
+		})
+	})
+
+	It("partitions 5 -> 8 on local-2: its keys that change partition move in order", func(sctx SpecContext) {
+		runLive(sctx, liveChange{
+			from: topoOf(5, nil), epochs: 1, wantMoved: partitionMove(5, 8) / 5,
+			popts: []producer.Opt{producer.PartitionsAutoDiscoveryInterval(discovery)},
+			apply: func(ctx context.Context, topic string, p *producer.Producer, _ *consumer.Consumer) {
+				Expect(admin.Plain(suite.Bed.Cluster("local-2").AdminURL).UpdatePartitions(ctx, topic, 8)).To(Succeed())
+				// One discovery interval, then its lookup within the
+				// operation timeout.
+				Eventually(func() int { return p.Partitions()[1] }).WithTimeout(2*discovery + opTimeout).Should(Equal(8))
+			},
+		})
+	})
+
+	It("two changes back to back (5 -> 6, then local-6 to weight 2): the second waits for the first", func(sctx SpecContext) {
+		runLive(sctx, liveChange{
+			from: topoOf(5, nil), epochs: 2, wantMoved: 2.0 / 7,
+			apply: func(ctx context.Context, _ string, p *producer.Producer, c *consumer.Consumer) {
+				update(ctx, topoOf(6, nil), p, c)
+				update(ctx, topoOf(6, map[string]float64{"local-6": 2}), p, c)
+			},
+		})
+	})
+})
+
+// partitionMove returns the fraction of a cluster's keys whose partition
+// differs between from and to partitions (SPEC.md step 3: a
+// multiply-shift of the hash's low bits, uniform over [0, 1)).
+func partitionMove(from, to int) float64 {
+	const steps = 1 << 20
+	n := 0
+	for i := range steps {
+		x := (float64(i) + 0.5) / steps
+		if int(x*float64(from)) != int(x*float64(to)) {
+			n++
+		}
+	}
+	return float64(n) / steps
+}

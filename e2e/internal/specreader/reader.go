@@ -1,0 +1,318 @@
+package specreader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/keyroute/keyroute/router"
+)
+
+// Cluster is one cluster the reader knows.
+type Cluster struct {
+	Name       string
+	ServiceURL string
+}
+
+// Options configure New. Clusters, Topic, Subscription, HoldTimeout,
+// HoldLimit and Deliver are required.
+type Options struct {
+	Clusters     []Cluster
+	Topic        string
+	Subscription string
+	// Failover subscribes Failover instead of Exclusive, with the
+	// consumer name ConsumerName on every cluster (HANDOVER.md section 8).
+	Failover     bool
+	ConsumerName string
+	// Deferred names clusters the reader knows (an origin there waits)
+	// but subscribes only when Subscribe is called: a reader that starts
+	// reading a cluster late.
+	Deferred []string
+	// HoldTimeout releases a hold older than it; HoldLimit releases the
+	// oldest hold when more messages than it are held (section 6.3).
+	HoldTimeout time.Duration
+	HoldLimit   int
+	// PartitionDiscovery is how often pulsar-client-go looks for new
+	// partitions (section 6.4); 0 means a second.
+	PartitionDiscovery time.Duration
+	// Deliver gets every delivered message, serially under the reader's
+	// lock: it must not block nor call the Reader.
+	Deliver func(Delivery)
+	// Released, when set, gets every forced release and every release at
+	// once for an origin the reader cannot read, under the same lock.
+	Released func(Release)
+}
+
+// Delivery is one message delivered to the application.
+type Delivery struct {
+	Cluster    string
+	Partition  int32
+	Pos        router.Position
+	Key        string
+	Payload    []byte
+	Properties map[string]string
+	// Seq is the message's rank in the order the reader received messages
+	// from all clusters (from 1): sorting deliveries by Seq gives what a
+	// naive reader, delivering on receipt, would have delivered.
+	Seq        int64
+	ReceivedAt time.Time
+	At         time.Time
+	// Held is true when the message waited in a hold queue; Forced when a
+	// forced release delivered it.
+	Held, Forced bool
+}
+
+// Release reports a hold released without its origin passed.
+type Release struct {
+	Cluster   string // of the hold queue
+	Partition int32
+	Slot      int
+	Producer  uint64
+	Epoch     uint64
+	Origin    router.Origin // the first origin not passed
+	Reason    string        // "time", "memory" or "unknown cluster"
+	Messages  int           // delivered by the release
+}
+
+// Stats counts what the reader did.
+type Stats struct {
+	Received     int64 // messages and markers
+	Delivered    int64
+	Markers      int64
+	MarkersAcked int64
+	Held         int64 // messages that waited in a hold queue
+	MaxHeld      int   // the most held at once
+	Forced       int64 // messages delivered by a forced release
+	Unordered    int64 // moved messages marked keyroute-unordered
+	BadTags      int64 // messages whose keyroute- properties do not parse
+}
+
+// ErrBadOptions is returned by New when an option is missing or wrong.
+var ErrBadOptions = errors.New("specreader: bad options")
+
+type partKey struct {
+	cluster   string
+	partition int32
+}
+
+type queueKey struct {
+	partKey
+	slot int
+}
+
+// entry is one received message of a partition, until the frontier passes
+// it.
+type entry struct {
+	pos    router.Position
+	done   bool             // delivered, or a marker processed
+	marker pulsar.MessageID // acknowledged when the frontier passes it
+}
+
+type part struct {
+	frontier router.Position
+	seen     bool     // frontier is set
+	pending  []*entry // received, not yet within the frontier, in order
+}
+
+type held struct {
+	e   *entry
+	d   Delivery
+	id  pulsar.MessageID
+	tag router.Tag
+}
+
+type queue struct {
+	key     queueKey
+	items   []*held
+	since   time.Time // when its head was held
+	waiting bool      // registered in Reader.waiting
+}
+
+// Reader reads one subscription of a topic on every cluster it knows.
+type Reader struct {
+	opts    Options
+	known   map[string]bool
+	clients map[string]pulsar.Client
+	cancel  context.CancelFunc
+	ctx     context.Context
+	wg      sync.WaitGroup
+	close   sync.Once
+
+	mu        sync.Mutex // guards everything below and the calls to Deliver
+	consumers map[string]pulsar.Consumer
+	parts     map[partKey]*part
+	queues    map[queueKey]*queue
+	waiting   map[partKey][]*queue // queues whose head waits on that partition
+	nheld     int
+	seq       int64
+	stats     Stats
+	closed    bool
+}
+
+// New makes a client per cluster and subscribes every cluster not
+// Deferred. ctx bounds the subscriptions.
+func New(ctx context.Context, o Options) (*Reader, error) {
+	switch {
+	case len(o.Clusters) == 0, o.Topic == "", o.Subscription == "", o.Deliver == nil:
+		return nil, fmt.Errorf("%w: Clusters, Topic, Subscription and Deliver are required", ErrBadOptions)
+	case o.HoldTimeout <= 0 || o.HoldLimit <= 0:
+		return nil, fmt.Errorf("%w: HoldTimeout %s and HoldLimit %d must be positive", ErrBadOptions, o.HoldTimeout, o.HoldLimit)
+	}
+	if o.PartitionDiscovery == 0 {
+		o.PartitionDiscovery = time.Second
+	}
+	r := &Reader{
+		opts: o, known: map[string]bool{}, clients: map[string]pulsar.Client{},
+		consumers: map[string]pulsar.Consumer{}, parts: map[partKey]*part{},
+		queues: map[queueKey]*queue{}, waiting: map[partKey][]*queue{},
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	for _, c := range o.Clusters {
+		if r.known[c.Name] {
+			r.Close()
+			return nil, fmt.Errorf("%w: cluster %q twice", ErrBadOptions, c.Name)
+		}
+		r.known[c.Name] = true
+		cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: c.ServiceURL, Logger: plog.DefaultNopLogger()})
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("specreader: cluster %q: %w", c.Name, err)
+		}
+		r.clients[c.Name] = cl
+	}
+	for _, c := range o.Clusters {
+		if slices.Contains(o.Deferred, c.Name) {
+			continue
+		}
+		if err := r.Subscribe(ctx, c.Name); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	r.wg.Add(1)
+	go r.bound()
+	return r, nil
+}
+
+// Subscribe subscribes a known cluster that is not subscribed yet (a
+// Deferred one), at the earliest position.
+func (r *Reader) Subscribe(ctx context.Context, name string) error {
+	cl, ok := r.clients[name]
+	if !ok {
+		return fmt.Errorf("%w: unknown cluster %q", ErrBadOptions, name)
+	}
+	typ := pulsar.Exclusive
+	if r.opts.Failover {
+		typ = pulsar.Failover
+	}
+	var (
+		cons pulsar.Consumer
+		err  error
+	)
+	for {
+		cons, err = cl.Subscribe(pulsar.ConsumerOptions{
+			Topic: r.opts.Topic, SubscriptionName: r.opts.Subscription, Type: typ,
+			Name:                        r.opts.ConsumerName,
+			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+			AutoDiscoveryPeriod:         r.opts.PartitionDiscovery,
+			ReceiverQueueSize:           2000,
+		})
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		select { // a cluster just started may refuse a first subscribe
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("specreader: cluster %q: subscribe: %w", name, err)
+	}
+	r.mu.Lock()
+	if r.closed || r.consumers[name] != nil {
+		r.mu.Unlock()
+		cons.Close()
+		return fmt.Errorf("%w: cluster %q subscribed twice or reader closed", ErrBadOptions, name)
+	}
+	r.consumers[name] = cons
+	r.mu.Unlock()
+	r.wg.Add(1)
+	go r.read(name, cons)
+	return nil
+}
+
+// read takes cons's messages, in the order pulsar-client-go gives them.
+func (r *Reader) read(name string, cons pulsar.Consumer) {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case cm, ok := <-cons.Chan():
+			if !ok {
+				return
+			}
+			r.receive(name, cons, cm.Message)
+		}
+	}
+}
+
+// Stats returns the counts so far.
+func (r *Reader) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
+}
+
+// HeldNow returns how many messages are held.
+func (r *Reader) HeldNow() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.nheld
+}
+
+// Close stops reading and closes the consumers and clients; holds are
+// dropped undelivered (not acknowledged: Pulsar delivers them again).
+// Calling it again does nothing.
+func (r *Reader) Close() {
+	r.close.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		r.mu.Unlock()
+		r.cancel()
+		r.wg.Wait()
+		for _, c := range r.consumers {
+			c.Close()
+		}
+		for _, c := range r.clients {
+			c.Close()
+		}
+	})
+}
+
+// bound releases holds older than HoldTimeout.
+func (r *Reader) bound() {
+	defer r.wg.Done()
+	t := time.NewTicker(max(r.opts.HoldTimeout/8, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case now := <-t.C:
+			r.mu.Lock()
+			for _, q := range r.queues {
+				if now.Sub(q.since) >= r.opts.HoldTimeout {
+					r.force(q, "time")
+				}
+			}
+			r.mu.Unlock()
+		}
+	}
+}
