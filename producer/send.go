@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/keyroute/keyroute/router"
 )
 
 // cost is what a message holds of the memory limit.
@@ -36,6 +38,12 @@ func check(m *Message) error {
 		return fmt.Errorf("%w: both DisableReplication and ReplicationClusters set", ErrBadMessage)
 	case m.SequenceID != nil && *m.SequenceID < 0:
 		return fmt.Errorf("%w: SequenceID %d is negative", ErrBadMessage, *m.SequenceID)
+	}
+	if len(m.Properties) > 0 { // ranging over an empty map still starts an iterator
+		if name, reserved := router.ReservedProperty(m.Properties); reserved {
+			return fmt.Errorf("%w: property %q: names beginning with %q are reserved for keyroute's hand-over (HANDOVER.md)",
+				ErrBadMessage, name, router.PropPrefix)
+		}
 	}
 	return nil
 }
