@@ -20,6 +20,7 @@ type cluster struct {
 	disp   *dispatcher
 	link   *link
 	pool   *txnPool // nil without Transactions(true)
+	join   *joinState
 
 	bulkMu     sync.Mutex    // guards the fields below
 	bulk       []*bulkWriter // writers reserved for SendTxnBulk, per partition; nil until its first use
@@ -45,6 +46,7 @@ type partition struct {
 	// lock (and pulsar-client-go serialises a partition's sends anyway).
 	mu        sync.Mutex // guards the fields below
 	closed    bool
+	markEpoch uint64      // the last change that took keys from the partition (see put)
 	stopped   bool        // the callback goroutine has stopped: refusals are reported at once
 	reclaimed uint64      // the messages numbered up to it have left the ring (see reclaimLocked)
 	loose     []*inflight // handed-over messages without a callback (see holdLooseLocked)

@@ -75,10 +75,10 @@ func (p *Producer) Health() []ClusterHealth {
 		c.health.mu.Unlock()
 		m, b := c.budget.held()
 		out[i] = ClusterHealth{Name: c.name, Up: !c.health.down.Load(), Since: since, PendingMessages: m, PendingBytes: b}
-		if js := p.joins[i]; js.joined.Load() {
+		if js := c.join; js.joined.Load() {
 			out[i].Connected = true
 		} else if err := js.lastErr(); err != nil {
-			out[i].Err = p.connectError(i, err)
+			out[i].Err = connectError(js, err)
 		}
 	}
 	return out
@@ -94,9 +94,9 @@ func (p *Producer) monitor(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			return
 		case now := <-tick.C:
-			for i, c := range p.all() {
-				if !p.joins[i].joined.Load() {
-					p.retryJoin(i, now)
+			for _, c := range p.all() {
+				if !c.join.joined.Load() {
+					p.retryJoin(c.join, now)
 					continue
 				}
 				p.check(c, now)
