@@ -98,15 +98,7 @@ func TestUpdateAddsAClusterInOrder(t *testing.T) {
 	p := newProducer(t, fake, 5)
 	keys := keyList(600)
 	before := placements(p, keys)
-	old := p.Clusters()
-	for _, c := range old {
-		fake.Cluster(c).Hold()
-	}
-	t.Cleanup(func() {
-		for _, c := range old {
-			fake.Cluster(c).Release()
-		}
-	})
+	old := holdAll(t, fake, p)
 	round1 := sendAll(p, keys, "1")
 
 	require.NoError(t, p.Update(context.Background(), topo(6)))
@@ -139,9 +131,7 @@ func TestUpdateAddsAClusterInOrder(t *testing.T) {
 	assert.Equal(t, int64(len(moved)), ch.Held)
 	assert.False(t, ch.Done)
 
-	for _, c := range old {
-		fake.Cluster(c).Release()
-	}
+	releaseAll(fake, old)
 	require.NoError(t, p.Flush(context.Background()))
 	for k, err := range round1() {
 		require.NoError(t, err, k)
@@ -184,9 +174,7 @@ func TestUpdateAddsAClusterInOrder(t *testing.T) {
 	for _, k := range moved {
 		ms := byValue(fake, "c6", k, "2")
 		require.Len(t, ms, 1, k)
-		tag, ok, err := router.ParseTag(ms[0].Properties)
-		require.NoError(t, err)
-		require.True(t, ok, k)
+		tag := tagOf(t, ms[0])
 		assert.Equal(t, p.ProducerID(), tag.Producer)
 		assert.Equal(t, uint64(1), tag.Epoch)
 		assert.False(t, tag.Unordered)
@@ -217,6 +205,34 @@ func TestUpdateAddsAClusterInOrder(t *testing.T) {
 		require.Len(t, ms, 1)
 		assert.Empty(t, reserved(ms[0].Properties), k)
 	}
+}
+
+// holdAll holds the acknowledgements of p's clusters (see
+// producertest.Cluster.Hold) until the test ends or releaseAll, and
+// returns their names.
+func holdAll(t *testing.T, fake *producertest.Clusters, p *producer.Producer) []string {
+	t.Helper()
+	old := p.Clusters()
+	for _, c := range old {
+		fake.Cluster(c).Hold()
+	}
+	t.Cleanup(func() { releaseAll(fake, old) })
+	return old
+}
+
+func releaseAll(fake *producertest.Clusters, clusters []string) {
+	for _, c := range clusters {
+		fake.Cluster(c).Release()
+	}
+}
+
+// tagOf returns m's tag; it fails the test when m has none.
+func tagOf(t *testing.T, m producertest.Message) router.Tag {
+	t.Helper()
+	tag, ok, err := router.ParseTag(m.Properties)
+	require.NoError(t, err)
+	require.True(t, ok, "%s has no tag", m.Key)
+	return tag
 }
 
 // reserved returns the hand-over properties of props.
