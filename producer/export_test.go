@@ -59,3 +59,7 @@ func (p *Producer) InCallback() bool { return p.onCallbackGoroutine() }
 // CountGoidReads makes every later read of a goroutine's id add one to n.
 // Set it before the Producer starts.
 func CountGoidReads(n *atomic.Int64) { goidHook = func() { n.Add(1) } }
+
+// Discover runs one partition discovery now (see
+// PartitionsAutoDiscoveryInterval).
+func (p *Producer) Discover() { p.discoverOnce() }

@@ -43,6 +43,9 @@ type held struct {
 	at    time.Time // of the hand-over: the send deadline runs from it
 	epoch uint64    // it was placed under
 	sm    *slotMove
+	// carriedOnly: the key did not move in sm's change (a partition
+	// change), so it carries only origins of earlier changes.
+	carriedOnly bool
 }
 
 // Hand-over states.
@@ -61,6 +64,15 @@ type handover struct {
 	props map[string]string
 	msg   *Message // the marker, as the outcome path sees it
 
+	// gate, for a partition change, holds the reports of the partition's
+	// successor (see partition.gate) until the marker's callback, which
+	// comes after every earlier report of the partition, or at once when
+	// the partition was never written; wake wakes the successor's
+	// callback goroutine then. nil for a cluster change.
+	gate     chan struct{}
+	gateOnce sync.Once
+	wake     func()
+
 	mu      sync.Mutex // guards the fields below
 	state   int
 	waiting []*held // in hand-over order
@@ -75,6 +87,7 @@ type handover struct {
 type slotMove struct {
 	epoch uint64
 	fromN int         // the old owner's partition count
+	toN   int         // a partition change's new count; 0 for a cluster change
 	from  []*handover // by old partition; nil when the old owner owes nothing
 
 	mu      sync.Mutex // guards the fields below
@@ -119,6 +132,12 @@ func (sm *slotMove) owner(h uint64) *handover {
 // it was decided so, and else goes to its new owner, tagged as it must.
 func (p *Producer) handMoved(sm *slotMove, h uint64, m *held) error {
 	m.sm = sm
+	if sm.toN > 0 && router.Partition(h, sm.fromN) == router.Partition(h, sm.toN) {
+		// A partition change that leaves the key where it was: it owes
+		// only what an earlier change left open.
+		m.carriedOnly = true
+		return p.sendMoved(m, false)
+	}
 	ho := sm.owner(h)
 	if ho == nil {
 		return p.sendMoved(m, false)
@@ -152,7 +171,7 @@ func (p *Producer) sendMoved(m *held, unordered bool) error {
 	upTo := len(sm.origins)
 	owed := false
 	for i := range sm.origins {
-		if o := &sm.origins[i]; o.concerns(pt.idx, len(pt.c.parts)) {
+		if o := &sm.origins[i]; (o.carried || !m.carriedOnly) && o.concerns(pt.idx, len(pt.c.parts)) {
 			from = append(from, o.o)
 			owed = owed || i >= sm.acked[pt]
 		}
@@ -263,6 +282,7 @@ func (p *Producer) placeMarkerLocked(ho *handover) {
 // its own. A failed marker is handed over again after DownProbeInterval.
 func (ho *handover) onMarker(id ID, _ *Message, err error) {
 	p := ho.ch.p
+	ho.openGate()
 	if err == nil {
 		o := router.Origin{Cluster: ho.from.c.name, Partition: int32(ho.from.idx), Pos: position(id.MessageID)}
 		p.goBG(func() { p.release(ho, &o) })
@@ -282,6 +302,17 @@ func (ho *handover) onMarker(id ID, _ *Message, err error) {
 	})
 }
 
+// openGate opens ho's gate, if any, once.
+func (ho *handover) openGate() {
+	if ho.gate == nil {
+		return
+	}
+	ho.gateOnce.Do(func() {
+		close(ho.gate)
+		ho.wake()
+	})
+}
+
 // position returns id's position in its partition.
 func position(id pulsar.MessageID) router.Position {
 	if id == nil {
@@ -295,6 +326,7 @@ func position(id pulsar.MessageID) router.Position {
 // partition gains the origin, and the waiting messages go to their new
 // owners in order; later ones go straight there.
 func (p *Producer) release(ho *handover, o *router.Origin) {
+	ho.openGate()
 	if o != nil {
 		for _, sm := range ho.ch.slotsFrom[ho.from.c] {
 			sm.mu.Lock()
@@ -390,7 +422,12 @@ type change struct {
 	removed   []*cluster               // drained by the change
 	added     []string
 	markers   int // hand-overs that got a marker
-	applied   time.Time
+	// A partition change: the cluster it grew, and its counts; retired
+	// is the cluster replaced (see grow), closed like a removed one.
+	grown                   string
+	partsBefore, partsAfter int
+	retired                 *cluster
+	applied                 time.Time
 
 	left atomic.Int64  // hand-overs not settled
 	done chan struct{} // closed when none is left
@@ -430,7 +467,11 @@ func (p *Producer) watch(ch *change) {
 	}
 	<-ch.done
 	p.report(ch, true)
-	for _, c := range ch.removed {
+	closing := ch.removed
+	if ch.retired != nil {
+		closing = append(closing, ch.retired)
+	}
+	for _, c := range closing {
 		select {
 		case <-c.disp.barrier():
 		case <-p.done:

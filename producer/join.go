@@ -67,6 +67,17 @@ type joinState struct {
 
 	firstEnd chan struct{} // closed when the first attempt ends
 	endOnce  sync.Once
+
+	partErr atomic.Pointer[error] // the last partition discovery's error; nil: none
+}
+
+// setPartErr records the last partition discovery's error (nil: none).
+func (js *joinState) setPartErr(err error) {
+	if err == nil {
+		js.partErr.Store(nil)
+		return
+	}
+	js.partErr.Store(&err)
 }
 
 // lastErr returns the last attempt's error, nil once joined.

@@ -104,6 +104,7 @@ type cfg struct {
 	startAll         bool          // RequireAllClusters
 	handoverWait     time.Duration // valid when handoverSet; else SendTimeout + DownAfter
 	handoverSet      bool
+	discoverEvery    time.Duration // 0: no partition discovery
 }
 
 func defaultCfg() cfg {
@@ -122,6 +123,7 @@ func defaultCfg() cfg {
 		probeEvery:       DefaultDownProbeInterval,
 		blockWhenFull:    true,
 		txnPrebegin:      DefaultTxnPrebegin,
+		discoverEvery:    DefaultPartitionsAutoDiscoveryInterval,
 	}
 }
 
@@ -155,6 +157,8 @@ func (c *cfg) validate() error {
 		return badOption("DownProbeInterval", c.probeEvery, "must be > 0")
 	case c.startSet && c.startTimeout <= 0:
 		return badOption("StartTimeout", c.startTimeout, "must be > 0")
+	case c.discoverEvery < 0:
+		return badOption("PartitionsAutoDiscoveryInterval", c.discoverEvery, "must be >= 0")
 	case c.handoverSet && c.handoverWait <= 0:
 		return badOption("HandoverTimeout", c.handoverWait, "must be > 0")
 	case c.level < DefaultLevel || c.level > BetterLevel:
@@ -427,6 +431,24 @@ func DownProbeInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.pr
 // DownWait bounds how long a message waits for a down cluster under WaitUp
 // (default 10s).
 func DownWait(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downWait = d }) }
+
+// DefaultPartitionsAutoDiscoveryInterval is how often the Producer reads
+// each cluster's partition count again by default.
+const DefaultPartitionsAutoDiscoveryInterval = time.Minute
+
+// PartitionsAutoDiscoveryInterval is how often the Producer reads the
+// topic's partition count on each connected cluster again (default one
+// minute; 0 never does), as pulsar-client-go's option of that name does
+// for its own producers. A grown count is applied as a topology change
+// with its own epoch (see Update): the new partitions' writers open
+// first, then the keys that move to them are handed over in order
+// (HANDOVER.md section 5.5). A count below the one written (Pulsar
+// cannot shrink a partitioned topic: the topic was deleted and made
+// again) is not applied: Health reports it (ClusterHealth.PartitionsErr)
+// and the Producer logs it, and goes on writing the partitions it has.
+func PartitionsAutoDiscoveryInterval(d time.Duration) Opt {
+	return optFunc(func(c *cfg) { c.discoverEvery = d })
+}
 
 // HandoverTimeout bounds how long a topology change (Update) waits for an
 // old owner partition to acknowledge its hand-over marker, and for the

@@ -141,6 +141,9 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 	for _, js := range p.joins {
 		p.startAttempt(js)
 	}
+	if c.discoverEvery > 0 {
+		p.goBG(p.discover)
+	}
 	if err := p.awaitStart(ctx); err != nil {
 		p.log().Error("keyroute: connect failed", "error", err)
 		_ = p.Close(ctx)
@@ -395,14 +398,18 @@ func (p *Producer) close(ctx context.Context) error {
 // reports what is left and stops c's callback goroutine. c's partitions
 // are closed and flushed already.
 func (p *Producer) shut(ctx context.Context, c *cluster) {
-	closeWriters(c.link.writers)
+	if !c.retired { // a retired cluster's writers are its successor's
+		closeWriters(c.link.writers)
+	}
 	c.closeBulk()
 	p.drainPool(ctx, c)
 	if n := c.sweep(ErrClosed); n > 0 {
 		p.log().Warn("keyroute: messages failed at close", "cluster", c.name, "messages", n)
 	}
 	c.disp.close()
-	c.link.close()
+	if !c.retired {
+		c.link.close()
+	}
 }
 
 // writing returns the clusters that have writers to flush: those of the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/keyroute/keyroute/router"
@@ -65,23 +66,10 @@ func (p *Producer) Update(ctx context.Context, topo *topology.Topology) error {
 			return err
 		}
 	}
-	select {
-	case p.updating <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("update: waiting for another update: %w", ctx.Err())
-	case <-p.done:
-		return ErrClosed
+	if err := p.beginChange(ctx); err != nil {
+		return err
 	}
-	defer func() { <-p.updating }()
-	if prev := p.lastChange.Load(); prev != nil {
-		select {
-		case <-prev.done:
-		case <-ctx.Done():
-			return fmt.Errorf("update: waiting for the hand-over of epoch %d: %w", prev.epoch, ctx.Err())
-		case <-p.done:
-			return ErrClosed
-		}
-	}
+	defer p.endChange()
 	cur := p.snap.Load()
 	kept := map[string]*cluster{}
 	for _, c := range cur.clusters {
@@ -106,6 +94,34 @@ func (p *Producer) Update(ctx context.Context, topo *topology.Topology) error {
 	}
 	return p.apply(cur, r, topo, added)
 }
+
+// beginChange waits until no other change is being applied and the last
+// one's hand-overs have ended (HANDOVER.md 7.5), or ctx ends, or Close
+// begins. On success the caller applies its change and then calls
+// endChange.
+func (p *Producer) beginChange(ctx context.Context) error {
+	select {
+	case p.updating <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("update: waiting for another change: %w", ctx.Err())
+	case <-p.done:
+		return ErrClosed
+	}
+	if prev := p.lastChange.Load(); prev != nil {
+		select {
+		case <-prev.done:
+		case <-ctx.Done():
+			p.endChange()
+			return fmt.Errorf("update: waiting for the hand-over of epoch %d: %w", prev.epoch, ctx.Err())
+		case <-p.done:
+			p.endChange()
+			return ErrClosed
+		}
+	}
+	return nil
+}
+
+func (p *Producer) endChange() { <-p.updating }
 
 // changedField names the first field of a kept cluster, other than its
 // Weight, that differs in b, or returns "".
@@ -213,7 +229,7 @@ func (p *Producer) apply(cur *snapshot, r *router.Router, topo *topology.Topolog
 		inNext[cl.Name] = true
 		c.budget.setLimits(p.cfg.share(topo, cl.Weight))
 	}
-	ch := p.planChange(cur, next)
+	ch := p.planChange(cur, next, nil)
 	for _, c := range cur.clusters {
 		if !inNext[c.name] {
 			c.join.gone = true
@@ -225,11 +241,22 @@ func (p *Producer) apply(cur *snapshot, r *router.Router, topo *topology.Topolog
 		ch.added = append(ch.added, js.cl.Name)
 	}
 	p.snap.Store(next)
-	var unwritten []*handover
+	unwritten := p.mark(ch)
+	p.lastChange.Store(ch)
+	p.joinMu.Unlock()
+	p.start(ch, unwritten)
+	return nil
+}
+
+// mark marks the partitions of ch's hand-overs as of epoch (see put) and
+// hands each that was ever written its marker; it returns the others,
+// which owe nothing. Called with joinMu held, after the snapshot of epoch
+// is in place.
+func (p *Producer) mark(ch *change) (unwritten []*handover) {
 	for _, ho := range ch.handovers {
 		pt := ho.from
 		pt.mu.Lock()
-		pt.markEpoch = next.epoch
+		pt.markEpoch = ch.epoch
 		written := pt.handed.Load() > 0 && !pt.closed
 		if written {
 			p.placeMarkerLocked(ho)
@@ -240,14 +267,17 @@ func (p *Producer) apply(cur *snapshot, r *router.Router, topo *topology.Topolog
 			unwritten = append(unwritten, ho)
 		}
 	}
-	p.lastChange.Store(ch)
-	p.joinMu.Unlock()
+	return unwritten
+}
+
+// start releases ch's hand-overs that owe nothing, reports ch and
+// watches it.
+func (p *Producer) start(ch *change, unwritten []*handover) {
 	for _, ho := range unwritten {
 		p.release(ho, nil)
 	}
 	p.report(ch, false)
 	p.goBG(func() { p.watch(ch) })
-	return nil
 }
 
 // markUp marks a cluster's health up, as retire does for a joined one.
@@ -267,8 +297,10 @@ func markUp(h *health) {
 // change: a slotMove in next.moves for each moved slot (the others keep
 // cur's), and a hand-over for every partition of each old owner that
 // slots leave, if that owner ever joined (a stand-in was never written:
-// it owes nothing, HANDOVER.md 7.6).
-func (p *Producer) planChange(cur, next *snapshot) *change {
+// it owes nothing, HANDOVER.md 7.6). grown, when not nil, is a cluster
+// whose partition count the change grows (next has its successor): each
+// of its slots is moved, key by key (slotMove.toN).
+func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 	ch := &change{p: p, epoch: next.epoch, slotsFrom: map[*cluster][]*slotMove{}, done: make(chan struct{}), applied: time.Now()}
 	hos := map[*cluster][]*handover{}
 	moves := make([]*slotMove, 1<<router.SlotBits)
@@ -278,11 +310,15 @@ func (p *Producer) planChange(cur, next *snapshot) *change {
 	for s := range moves {
 		h := uint64(s) << (64 - router.SlotBits)
 		from, to := cur.clusters[cur.router.Cluster(h)], next.clusters[next.router.Cluster(h)]
-		if from.name == to.name {
+		partChange := grown != nil && from == grown
+		if from.name == to.name && !partChange {
 			continue
 		}
 		ch.slots++
 		sm := &slotMove{epoch: next.epoch}
+		if partChange {
+			sm.toN = len(to.parts)
+		}
 		if prev := moves[s]; prev != nil {
 			sm.origins = carried(prev)
 		}
@@ -361,6 +397,11 @@ type Change struct {
 	// acknowledged within HandoverTimeout, so that OnClusterDown decided
 	// for their moved keys (under Spill: a possible reorder).
 	Forced int
+	// Grown names the cluster of a partition change (found by
+	// PartitionsAutoDiscoveryInterval), and PartitionsBefore and
+	// PartitionsAfter its partition counts; "" for a topology change.
+	Grown                             string
+	PartitionsBefore, PartitionsAfter int
 }
 
 // ChangeObserver is an Observer that also hears of topology changes:
@@ -400,6 +441,7 @@ func (ch *change) describe() Change {
 		c.Removed = append(c.Removed, c2.name)
 	}
 	c.Added = ch.added
+	c.Grown, c.PartitionsBefore, c.PartitionsAfter = ch.grown, ch.partsBefore, ch.partsAfter
 	if end := ch.ended.Load(); end != 0 {
 		c.Done = true
 		c.Stall = time.Unix(0, end).Sub(ch.applied)
@@ -428,4 +470,128 @@ func (p *Producer) observeForced(ch *change, _ *handover) {
 	if o, ok := p.cfg.observer.(ChangeObserver); ok {
 		o.OnChange(ch.describe())
 	}
+}
+
+// discover reads every connected cluster's partition count each
+// PartitionsAutoDiscoveryInterval and applies growth (grow) until Close.
+func (p *Producer) discover() {
+	t := time.NewTicker(p.cfg.discoverEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+			p.discoverOnce()
+		}
+	}
+}
+
+// discoverOnce looks at each connected cluster's partition count once.
+func (p *Producer) discoverOnce() {
+	for _, c := range p.all() {
+		if !c.join.joined.Load() || c.link.partitions == nil {
+			continue
+		}
+		n, err := c.link.partitions()
+		switch {
+		case err != nil:
+			p.log().Debug("keyroute: partition discovery failed", "cluster", c.name, "error", err)
+			continue
+		case n < len(c.parts):
+			err = fmt.Errorf("%w: cluster %q: the topic has %d partitions, fewer than the %d written; not applied",
+				errShrunk, c.name, n, len(c.parts))
+		case n > len(c.parts):
+			err = p.grow(c, n)
+		}
+		c.join.setPartErr(err)
+		if err != nil && !errors.Is(err, ErrClosed) {
+			p.log().Error("keyroute: partition change not applied", "cluster", c.name, "error", err)
+		}
+	}
+}
+
+// grow applies c's partition count grown to n as a change of its own
+// epoch (HANDOVER.md 5.5): it opens the new partitions' writers, then
+// replaces c by a successor over all of them (c is retired: its
+// partitions keep what was handed to them, and are closed once the
+// change's hand-overs end) and hands over the keys that move, as Update
+// does. A key that stays on its partition is neither held nor tagged;
+// its callbacks wait (partition.gate) for those of its messages on c.
+func (p *Producer) grow(c *cluster, n int) error {
+	if err := p.beginChange(p.closing); err != nil {
+		return err
+	}
+	defer p.endChange()
+	if p.snap.Load().indexOf(c) < 0 {
+		return nil // replaced or removed meanwhile
+	}
+	from := len(c.parts)
+	if c.link.openFrom == nil {
+		return fmt.Errorf("cluster %q: the connection cannot open partitions", c.name)
+	}
+	ws, err := c.link.openFrom(p.closing, from)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cluster %q: opening partitions from %d: %w", c.name, from, err)
+	case len(ws) != n-from:
+		closeWriters(ws)
+		return fmt.Errorf("cluster %q: %d writers opened for partitions %d to %d", c.name, len(ws), from, n-1)
+	}
+	p.joinMu.Lock()
+	cur := p.snap.Load()
+	i := cur.indexOf(c)
+	if p.joinsStopped || i < 0 {
+		p.joinMu.Unlock()
+		closeWriters(ws)
+		return ErrClosed
+	}
+	gates := make([]chan struct{}, from)
+	for j := range gates {
+		gates[j] = make(chan struct{})
+	}
+	succ := p.successor(c, ws, gates)
+	next := &snapshot{router: cur.router, epoch: cur.epoch + 1, clusters: slices.Clone(cur.clusters)}
+	next.clusters[i] = succ
+	ch := p.planChange(cur, next, c)
+	ch.grown, ch.partsBefore, ch.partsAfter = c.name, from, n
+	for _, ho := range ch.handovers {
+		ho.gate, ho.wake = gates[ho.from.idx], succ.disp.wake
+	}
+	c.retired = true
+	ch.retired = c
+	p.draining[c] = struct{}{}
+	p.snap.Store(next)
+	unwritten := p.mark(ch)
+	p.lastChange.Store(ch)
+	p.joinMu.Unlock()
+	p.log().Info("keyroute: partitions grown", "cluster", c.name, "from", from, "to", n, "epoch", ch.epoch)
+	p.start(ch, unwritten)
+	return nil
+}
+
+// indexOf returns c's index in s, or -1.
+func (s *snapshot) indexOf(c *cluster) int { return slices.Index(s.clusters, c) }
+
+// successor returns the cluster that replaces c after a partition change:
+// the same connection, budget and health, c's writers and then ws, and
+// partitions (and a callback goroutine) of its own; the partition over
+// c's writer j reports nothing before gates[j] is closed.
+func (p *Producer) successor(c *cluster, ws []writer, gates []chan struct{}) *cluster {
+	l := *c.link
+	l.writers = append(slices.Clone(c.link.writers), ws...)
+	s := &cluster{name: c.name, url: c.url, obs: c.obs, budget: c.budget, health: c.health, link: &l, join: c.join, prev: c}
+	s.parts = make([]*partition, len(l.writers))
+	maxFree := max(minFree, int(s.budget.maxMsgs.Load())/len(s.parts))
+	for j, w := range l.writers {
+		s.parts[j] = newPartition(j, s, w, maxFree)
+		if j < len(gates) {
+			s.parts[j].gate = gates[j]
+		}
+	}
+	s.disp = newDispatcher(s)
+	if p.cfg.transactions {
+		s.pool = &txnPool{size: p.cfg.txnPrebegin}
+	}
+	return s
 }
