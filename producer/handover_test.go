@@ -265,3 +265,39 @@ func TestUpdateAddsAClusterThatDoesNotAnswer(t *testing.T) {
 	_, err = p.Send(context.Background(), &producer.Message{Key: k})
 	require.NoError(t, err)
 }
+
+// TestCloseDuringHandover: messages held by a hand-over whose marker is
+// not acknowledged get exactly one outcome, ErrClosed, when Close does
+// not wait for it.
+func TestCloseDuringHandover(t *testing.T) {
+	fake := newFake(1)
+	p, err := producer.New(context.Background(), topo(2), producer.Topic("t"), fake.Opt(), producer.HandoverTimeout(time.Hour))
+	require.NoError(t, err)
+	keys := keyList(200)
+	before := placements(p, keys)
+	holdAll(t, fake, p)
+	round1 := sendAll(p, keys, "1")
+	require.NoError(t, p.Update(context.Background(), topo(3)))
+	moved := movedKeys(keys, before, placements(p, keys))
+	require.NotEmpty(t, moved)
+	calls := make(chan error, 2*len(moved))
+	for _, k := range moved {
+		p.SendAsync(context.Background(), &producer.Message{Key: k}, func(_ producer.ID, _ *producer.Message, err error) { calls <- err })
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = p.Close(ctx) // an error: the flush was cut short
+	for range moved {
+		err := <-calls
+		require.ErrorIs(t, err, producer.ErrClosed)
+	}
+	for k, err := range round1() {
+		require.ErrorIs(t, err, producer.ErrClosed, k)
+	}
+	select {
+	case err := <-calls:
+		t.Fatalf("a second outcome: %v", err)
+	default:
+	}
+	assert.Empty(t, fake.Cluster("c3").Messages())
+}

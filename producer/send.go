@@ -276,8 +276,10 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 // not finish. A message that failed says so in its own outcome, not in
 // Flush's error: nil means that every outcome is in, not that every
 // message was written (pulsar-client-go's Flush returns the error of each
-// partition's last message; keyroute's does not). Called from a Callback,
-// Flush returns ErrInCallback.
+// partition's last message; keyroute's does not). Messages that a
+// topology change holds (see Update) count: Flush first waits for the
+// change's hand-overs to end. Called from a Callback, Flush returns
+// ErrInCallback.
 func (p *Producer) Flush(ctx context.Context) error {
 	if p == nil {
 		return ErrNilProducer

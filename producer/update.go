@@ -44,8 +44,11 @@ import (
 // or decided at HandoverTimeout). ctx bounds that wait and the added
 // clusters' connection; when it ends first, nothing is applied and the
 // error matches ctx.Err(). Each change is the Producer's next epoch
-// (Epoch); Change reports it, and an Observer that implements
-// ChangeObserver is told. Transactions (Txn, RunInTxn, SendTxnBulk) route
+// (Epoch); LastChange reports it (slots moved, markers, messages held,
+// the release's stall, forced decisions), the log says it, and an
+// Observer that implements ChangeObserver is told. Flush and Close wait
+// for a change's hand-overs (bounded by their ctx) before they flush;
+// messages still held when Close goes on fail with ErrClosed. Transactions (Txn, RunInTxn, SendTxnBulk) route
 // by the topology in use when they send but are not held: a change while
 // a moved key's messages are in a transaction gives them no order with
 // that key's other messages. Called from a Callback, Update returns
