@@ -46,6 +46,9 @@ type held struct {
 	// carriedOnly: the key did not move in sm's change (a partition
 	// change), so it carries only origins of earlier changes.
 	carriedOnly bool
+	// released: it waited and is handed on by its hand-over's release or
+	// decision, which holds the hand-over's lock.
+	released bool
 }
 
 // Hand-over states.
@@ -86,9 +89,16 @@ type handover struct {
 // new owner until a tagged one is acknowledged there (HANDOVER.md 5.3).
 type slotMove struct {
 	epoch uint64
-	fromN int         // the old owner's partition count
-	toN   int         // a partition change's new count; 0 for a cluster change
-	from  []*handover // by old partition; nil when the old owner owes nothing
+	fromN int      // the old owner's partition count
+	toN   int      // a partition change's new count; 0 for a cluster change
+	to    *cluster // the new owner; its partitions are where the slot's messages go
+
+	// settled has bit q set once every hand-over of from has released
+	// and partition q of to (q < 64) has acknowledged a message tagged
+	// with every origin: the slot's messages to q then owe nothing, and
+	// take the plain path (see owes).
+	settled atomic.Uint64
+	from    []*handover // by old partition; nil when the old owner owes nothing
 
 	mu      sync.Mutex // guards the fields below
 	origins []origin   // carried over first, then this change's as markers are acknowledged
@@ -178,6 +188,9 @@ func (p *Producer) sendMoved(m *held, unordered bool) error {
 	}
 	sm.mu.Unlock()
 	props, cb := m.props, m.cb
+	if !owed && !unordered && !m.carriedOnly && !m.released {
+		sm.settle(pt) // not while a hand-over's lock is held (release)
+	}
 	if owed || unordered {
 		props = make(map[string]string, len(m.props)+4)
 		for k, v := range m.props {
@@ -221,11 +234,53 @@ func (sm *slotMove) onTagged(pt *partition, upTo int, cb Callback) Callback {
 				sm.acked[pt] = upTo
 			}
 			sm.mu.Unlock()
+			sm.settle(pt)
 		}
 		if cb != nil {
 			cb(id, msg, err)
 		}
 	}
+}
+
+// settle marks pt settled (see settled) if every hand-over has released
+// (so no origin is added any more) and no origin concerning pt is left
+// unacknowledged there.
+func (sm *slotMove) settle(pt *partition) {
+	if pt.c != sm.to || pt.idx < 0 || pt.idx >= 64 || !sm.released() {
+		return
+	}
+	sm.mu.Lock()
+	for i := sm.acked[pt]; i < len(sm.origins); i++ {
+		if sm.origins[i].concerns(pt.idx, len(pt.c.parts)) {
+			sm.mu.Unlock()
+			return
+		}
+	}
+	sm.mu.Unlock()
+	bit := uint64(1) << pt.idx
+	for v := sm.settled.Load(); v&bit == 0 && !sm.settled.CompareAndSwap(v, v|bit); v = sm.settled.Load() {
+	}
+}
+
+// owes reports whether the slot's messages to pt may still be held or
+// tagged (see settled).
+func (sm *slotMove) owes(pt *partition) bool {
+	return pt.c != sm.to || pt.idx < 0 || pt.idx >= 64 || sm.settled.Load()&(1<<pt.idx) == 0
+}
+
+// released reports whether every hand-over the slot's keys owe to has
+// released (not decided: its keys go on failing or unordered); then no
+// origin is added to the slot any more.
+func (sm *slotMove) released() bool {
+	for _, ho := range sm.from {
+		ho.mu.Lock()
+		st := ho.state
+		ho.mu.Unlock()
+		if st != released {
+			return false
+		}
+	}
+	return true
 }
 
 // refuseHeld gives err to m, which holds budget, as its not-written outcome.
@@ -362,6 +417,7 @@ func (p *Producer) sendHeld(m *held, unordered bool) {
 		p.refuseHeld(m, fmt.Errorf("%w: held %s behind a topology change's hand-over", pulsar.ErrSendTimeout, timeout))
 	default:
 		m.epoch = ^uint64(0) // the next change waits for this one's releases
+		m.released = true
 		_ = p.sendMoved(m, unordered)
 	}
 }

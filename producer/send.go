@@ -103,7 +103,7 @@ func (p *Producer) handWith(ctx context.Context, op Op, msg *Message, cb Callbac
 			break
 		}
 		if s.moves != nil && msg.Key != "" {
-			if sm := s.moves[router.Slot(h)]; sm != nil {
+			if sm := s.moves[router.Slot(h)]; sm != nil && sm.owes(pt) {
 				return pt, p.handMoved(sm, h, &held{ctx: ctx, op: op, msg: msg, cb: cb, c: c, pt: pt, f: f, ev: ev, props: props, n: n, at: time.Now(), epoch: s.epoch})
 			}
 		}

@@ -318,7 +318,7 @@ func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 			continue
 		}
 		ch.slots++
-		sm := &slotMove{epoch: next.epoch}
+		sm := &slotMove{epoch: next.epoch, to: to}
 		if partChange {
 			sm.toN = len(to.parts)
 		}
@@ -334,6 +334,8 @@ func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 			}
 			sm.from, sm.fromN = hos[from], len(from.parts)
 			ch.slotsFrom[from] = append(ch.slotsFrom[from], sm)
+		} else if len(sm.origins) == 0 {
+			sm.settled.Store(^uint64(0)) // it owes nothing anywhere
 		}
 		moves[s] = sm
 	}

@@ -3,6 +3,7 @@ package producer_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,6 +126,9 @@ func TestUpdateAddsAClusterInOrder(t *testing.T) {
 		require.Len(t, ms, 1, k)
 		assert.Empty(t, reserved(ms[0].Properties), "a key that stays is not tagged")
 	}
+	for _, k := range moved {
+		assert.True(t, p.Owes(k), k)
+	}
 	ch, ok := p.LastChange()
 	require.True(t, ok)
 	assert.Equal(t, 10, ch.Markers, "one marker per partition that keys leave")
@@ -196,7 +200,8 @@ func TestUpdateAddsAClusterInOrder(t *testing.T) {
 	assert.Zero(t, ch.Forced)
 
 	// Every tagged (slot, partition) had an acknowledgement: later
-	// messages carry nothing (HANDOVER.md 5.3).
+	// messages carry nothing (HANDOVER.md 5.3), and from the next on they
+	// take the plain path.
 	round3 := sendAll(p, moved, "3")
 	require.NoError(t, p.Flush(context.Background()))
 	for k, err := range round3() {
@@ -204,6 +209,7 @@ func TestUpdateAddsAClusterInOrder(t *testing.T) {
 		ms := byValue(fake, "c6", k, "3")
 		require.Len(t, ms, 1)
 		assert.Empty(t, reserved(ms[0].Properties), k)
+		assert.False(t, p.Owes(k), k)
 	}
 }
 
@@ -352,4 +358,33 @@ func TestUpdateUnderConcurrentSends(t *testing.T) {
 	require.True(t, ok)
 	assert.True(t, ch.Done)
 	assert.NotZero(t, ch.SlotsMoved)
+}
+
+// A third cluster added while the producer runs: the keys that move to it
+// are handed over in order, and the change is reported.
+func ExampleProducer_Update() {
+	ctx := context.Background()
+	fake := producertest.New(producertest.Partitions(2))
+	p, err := producer.New(ctx, producertest.Topology("east", "west"),
+		producer.Topic("persistent://public/default/events"), fake.Opt())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close(ctx)
+	for i := range 1000 {
+		p.SendAsync(ctx, &producer.Message{Key: fmt.Sprint("user-", i)}, nil)
+	}
+
+	// Against real clusters: topology.Load the new file, then Update.
+	if err := p.Update(ctx, producertest.Topology("east", "west", "north")); err != nil {
+		log.Fatal(err) // a bad topology is refused; the old one goes on
+	}
+	if err := p.Flush(ctx); err != nil { // waits for the hand-over too
+		log.Fatal(err)
+	}
+	ch, _ := p.LastChange()
+	fmt.Printf("epoch %d: %d markers, about %.0f%% of the slots moved, done: %v\n",
+		ch.Epoch, ch.Markers, 100*float64(ch.SlotsMoved)/65536, ch.Done)
+	// Output:
+	// epoch 1: 4 markers, about 33% of the slots moved, done: true
 }
