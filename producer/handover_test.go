@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyroute/keyroute/producer"
+	"github.com/keyroute/keyroute/producer/producertest"
 	"github.com/keyroute/keyroute/router"
 	"github.com/keyroute/keyroute/topology"
 )
@@ -300,4 +301,52 @@ func TestCloseDuringHandover(t *testing.T) {
 	default:
 	}
 	assert.Empty(t, fake.Cluster("c3").Messages())
+}
+
+// TestFailedMarkerIsHandedOverAgain: a marker the partition refuses is
+// handed over again, same epoch and properties, until one is
+// acknowledged; only then do the moved keys go on.
+func TestFailedMarkerIsHandedOverAgain(t *testing.T) {
+	fake := newFake(1)
+	p := newProducer(t, fake, 2, producer.DownProbeInterval(time.Millisecond), producer.HandoverTimeout(time.Hour))
+	keys := keyList(200)
+	before := placements(p, keys)
+	for k, err := range sendAll(p, keys, "1")() {
+		require.NoError(t, err, k)
+	}
+	refused := errors.New("refused")
+	fake.Cluster("c1").FailSends(refused)
+	require.NoError(t, p.Update(context.Background(), topo(3)))
+	var fromC1 []string
+	for _, k := range movedKeys(keys, before, placements(p, keys)) {
+		if before[k].cluster == "c1" {
+			fromC1 = append(fromC1, k)
+		}
+	}
+	require.NotEmpty(t, fromC1)
+	round2 := sendAll(p, fromC1, "2")
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, e := range fake.Events() {
+			if e.Op == producertest.OpSendFail && e.Cluster == "c1" && e.Key == "" {
+				n++
+			}
+		}
+		return n >= 2
+	}, 30*time.Second, time.Millisecond, "the marker is handed over again")
+	assert.Empty(t, fake.Cluster("c3").Messages(), "held while no marker is acknowledged")
+	fake.Cluster("c1").FailSends(nil)
+	for k, err := range round2() {
+		require.NoError(t, err, k)
+	}
+	ms := markers(fake, "c1")
+	require.Len(t, ms[0], 1, "one marker written")
+	mk, _, err := router.ParseMarker(ms[0][0].Properties)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), mk.Epoch)
+	for _, k := range fromC1 {
+		got := byValue(fake, "c3", k, "2")
+		require.Len(t, got, 1, k)
+		assert.Equal(t, originOf(ms[0][0]), got[0].Properties[router.PropFrom], k)
+	}
 }
