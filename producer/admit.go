@@ -10,10 +10,10 @@ import (
 // admit decides where a message routed to c goes while c is down: c itself
 // (after waiting), another cluster (spill, keyless), or nowhere (an
 // error). The caller checked that c is down.
-func (p *Producer) admit(ctx context.Context, c *cluster, h uint64, keyless bool) (*cluster, error) {
+func (p *Producer) admit(ctx context.Context, s *snapshot, c *cluster, h uint64, keyless bool) (*cluster, error) {
 	if keyless || p.cfg.downPolicy == Spill {
-		if alt := p.router.ClusterExcept(h, p.isDown); alt >= 0 {
-			return p.all()[alt], nil
+		if alt := s.router.ClusterExcept(h, s.isDown); alt >= 0 {
+			return s.clusters[alt], nil
 		}
 		return nil, ErrClusterDown
 	}
@@ -36,7 +36,7 @@ func (p *Producer) admit(ctx context.Context, c *cluster, h uint64, keyless bool
 	return nil, ErrClusterDown
 }
 
-func (p *Producer) isDown(i int) bool { return p.all()[i].health.down.Load() }
+func (s *snapshot) isDown(i int) bool { return s.clusters[i].health.down.Load() }
 
 // budget bounds one cluster's accepted-but-unreported messages and bytes.
 // It is safe for concurrent use. One message may take the budget over its
@@ -47,8 +47,10 @@ func (p *Producer) isDown(i int) bool { return p.all()[i].health.down.Load() }
 // that taking a message is one compare-and-swap; mu and wake are only for
 // senders that wait.
 type budget struct {
-	maxMsgs  uint64
-	maxBytes uint64
+	// The limits: the cluster's share of the Producer's, set again when
+	// a topology change gives the cluster another share (setLimits).
+	maxMsgs  atomic.Uint64
+	maxBytes atomic.Uint64
 
 	state   atomic.Uint64 // msgs<<budgetShift | bytes
 	waiting atomic.Int64  // goroutines parked in acquire
@@ -65,7 +67,18 @@ const (
 )
 
 func newBudget(maxMsgs, maxBytes int64) *budget {
-	return &budget{maxMsgs: uint64(maxMsgs), maxBytes: uint64(maxBytes), wake: make(chan struct{})}
+	b := &budget{wake: make(chan struct{})}
+	b.maxMsgs.Store(uint64(maxMsgs))
+	b.maxBytes.Store(uint64(maxBytes))
+	return b
+}
+
+// setLimits gives the budget new limits; senders that wait for space look
+// again.
+func (b *budget) setLimits(maxMsgs, maxBytes int64) {
+	b.maxMsgs.Store(uint64(maxMsgs))
+	b.maxBytes.Store(uint64(maxBytes))
+	b.release(0, 0)
 }
 
 // take takes one message of n bytes if both limits allow it.
@@ -74,7 +87,7 @@ func (b *budget) take(n int64) bool {
 	for {
 		v := b.state.Load()
 		msgs, bytes := v>>budgetShift, v&bytesMask
-		if msgs >= b.maxMsgs || (bytes+uint64(n) > b.maxBytes && bytes > 0) {
+		if msgs >= b.maxMsgs.Load() || (bytes+uint64(n) > b.maxBytes.Load() && bytes > 0) {
 			return false
 		}
 		if b.state.CompareAndSwap(v, v+add) {

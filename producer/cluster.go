@@ -20,6 +20,15 @@ type cluster struct {
 	disp   *dispatcher
 	link   *link
 	pool   *txnPool // nil without Transactions(true)
+	join   *joinState
+
+	// retired: a partition change replaced the cluster by one with more
+	// partitions over the same writers (see grow), which close with that
+	// one; set under the Producer's joinMu before the swap.
+	retired bool
+	// prev is the cluster this one succeeded (see grow), whose messages
+	// count in the shared health; nil for a cluster that joined.
+	prev *cluster
 
 	bulkMu     sync.Mutex    // guards the fields below
 	bulk       []*bulkWriter // writers reserved for SendTxnBulk, per partition; nil until its first use
@@ -45,6 +54,7 @@ type partition struct {
 	// lock (and pulsar-client-go serialises a partition's sends anyway).
 	mu        sync.Mutex // guards the fields below
 	closed    bool
+	markEpoch uint64      // the last change that took keys from the partition (see put)
 	stopped   bool        // the callback goroutine has stopped: refusals are reported at once
 	reclaimed uint64      // the messages numbered up to it have left the ring (see reclaimLocked)
 	loose     []*inflight // handed-over messages without a callback (see holdLooseLocked)
@@ -80,6 +90,14 @@ type partition struct {
 	// message, the senders the fields above.
 	_    [64]byte
 	next uint64 // the number of the next message to report
+
+	// gate, when not nil, holds the partition's reports until it is
+	// closed: a partition change's new partition object over the writer
+	// of an old one reports nothing before the old one has reported what
+	// was handed to it before the change, so that a key's callbacks stay
+	// in call order (see grow). Set before the dispatcher starts; the
+	// dispatcher clears it once closed.
+	gate chan struct{}
 
 	// reported is next-1 as the senders may see it, published by the
 	// dispatcher after each run of reports: the messages numbered up to

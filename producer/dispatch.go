@@ -169,6 +169,14 @@ func (d *dispatcher) run() {
 // grown later holds them too, and it is published before any message is
 // placed in it alone.
 func (d *dispatcher) walk(pt *partition, msgs, bytes *int64) {
+	if pt.gate != nil {
+		select {
+		case <-pt.gate:
+			pt.gate = nil
+		default:
+			return // see partition.gate
+		}
+	}
 	last := pt.placed.Load()
 	if pt.next > last {
 		return

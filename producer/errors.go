@@ -74,7 +74,9 @@ var (
 	ErrNilProducer = errors.New("producer: nil *Producer")
 
 	// ErrBadMessage is returned for a message whose fields contradict each
-	// other (NullValue with a non-empty Value); the error says which. Fix
+	// other (NullValue with a non-empty Value), or whose Properties use a
+	// name reserved for keyroute's hand-over (beginning with "keyroute-");
+	// the error says which. Fix
 	// the message: a resend fails the same way.
 	ErrBadMessage = errors.New("producer: bad message")
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/keyroute/keyroute/producer/internal/hook"
+	"github.com/keyroute/keyroute/router"
 )
 
 // FakeConnect returns the connect of the fake behind o, an Opt from
@@ -59,3 +60,19 @@ func (p *Producer) InCallback() bool { return p.onCallbackGoroutine() }
 // CountGoidReads makes every later read of a goroutine's id add one to n.
 // Set it before the Producer starts.
 func CountGoidReads(n *atomic.Int64) { goidHook = func() { n.Add(1) } }
+
+// Discover runs one partition discovery now (see
+// PartitionsAutoDiscoveryInterval).
+func (p *Producer) Discover() { p.discoverOnce() }
+
+// Owes reports whether a message of key would take the hand-over's path
+// (held or tagged) rather than the plain one.
+func (p *Producer) Owes(key string) bool {
+	s := p.snap.Load()
+	if s.moves == nil {
+		return false
+	}
+	_, pt, h := p.place(s, key)
+	sm := s.moves[router.Slot(h)]
+	return sm != nil && sm.owes(pt)
+}

@@ -60,6 +60,11 @@ type ClusterHealth struct {
 	// saying that no attempt has ended yet (one that gets no answer lasts
 	// up to the cluster's operation timeout). nil once connected.
 	Err error
+	// PartitionsErr says why the last partition discovery
+	// (PartitionsAutoDiscoveryInterval) did not apply the topic's partition
+	// count there: a count below the one written (a shrink, never
+	// applied), or new partitions that could not be opened. nil otherwise.
+	PartitionsErr error
 }
 
 // Health returns every cluster's state, in topology order.
@@ -75,10 +80,13 @@ func (p *Producer) Health() []ClusterHealth {
 		c.health.mu.Unlock()
 		m, b := c.budget.held()
 		out[i] = ClusterHealth{Name: c.name, Up: !c.health.down.Load(), Since: since, PendingMessages: m, PendingBytes: b}
-		if js := p.joins[i]; js.joined.Load() {
+		if e := c.join.partErr.Load(); e != nil {
+			out[i].PartitionsErr = *e
+		}
+		if js := c.join; js.joined.Load() {
 			out[i].Connected = true
 		} else if err := js.lastErr(); err != nil {
-			out[i].Err = p.connectError(i, err)
+			out[i].Err = connectError(js, err)
 		}
 	}
 	return out
@@ -94,9 +102,9 @@ func (p *Producer) monitor(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			return
 		case now := <-tick.C:
-			for i, c := range p.all() {
-				if !p.joins[i].joined.Load() {
-					p.retryJoin(i, now)
+			for _, c := range p.all() {
+				if !c.join.joined.Load() {
+					p.retryJoin(c.join, now)
 					continue
 				}
 				p.check(c, now)
@@ -152,11 +160,14 @@ func (p *Producer) check(c *cluster, now time.Time) {
 	}
 }
 
-// handed returns the messages handed to c's writers, ever.
+// handed returns the messages handed to c's writers, ever, those of the
+// clusters it succeeded included (they share its health's counts).
 func (c *cluster) handed() uint64 {
 	var n uint64
-	for _, pt := range c.parts {
-		n += pt.handed.Load()
+	for ; c != nil; c = c.prev {
+		for _, pt := range c.parts {
+			n += pt.handed.Load()
+		}
 	}
 	return n
 }

@@ -27,7 +27,10 @@ func (f hookConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 	if err != nil {
 		return nil, err
 	}
-	l := &link{writers: conn.Writers, close: conn.Close, probe: conn.Probe}
+	l := &link{writers: conn.Writers, close: conn.Close, probe: conn.Probe, partitions: conn.Partitions}
+	if conn.OpenPartitions != nil {
+		l.openFrom = func(_ context.Context, from int) ([]writer, error) { return conn.OpenPartitions(from) }
+	}
 	if l.close == nil {
 		l.close = func() {}
 	}

@@ -40,8 +40,10 @@ var errNoAnswer = errors.New("no answer yet")
 // writer or begun on its transactions: the cluster has not joined.
 var errStandIn = fmt.Errorf("%w: not connected yet", ErrClusterDown)
 
-// joinState is one cluster's connection state, kept from New to Close.
+// joinState is one cluster's connection state, kept from New (or the
+// topology change that adds the cluster) to Close (or its removal).
 type joinState struct {
+	idx    int // in New's topology, for awaitStart; -1 for a cluster added later
 	cl     topology.Cluster
 	wc     writerConfig
 	budget *budget
@@ -53,6 +55,29 @@ type joinState struct {
 	mu      sync.Mutex // guards the fields below
 	err     error      // the last attempt's error; errNoAnswer before
 	lastEnd time.Time  // when the last attempt ended
+
+	// Guarded by the Producer's joinMu: a cluster added by a change
+	// (Update) is adding until the change puts it in the snapshot; an
+	// attempt that opens its writers meanwhile leaves them in ready. A
+	// cluster removed by a change, or whose change was refused, is gone:
+	// an attempt closes what it opened.
+	adding bool
+	gone   bool
+	ready  *link
+
+	firstEnd chan struct{} // closed when the first attempt ends
+	endOnce  sync.Once
+
+	partErr atomic.Pointer[error] // the last partition discovery's error; nil: none
+}
+
+// setPartErr records the last partition discovery's error (nil: none).
+func (js *joinState) setPartErr(err error) {
+	if err == nil {
+		js.partErr.Store(nil)
+		return
+	}
+	js.partErr.Store(&err)
 }
 
 // lastErr returns the last attempt's error, nil once joined.
@@ -64,7 +89,7 @@ func (js *joinState) lastErr() error {
 
 // all returns the clusters in topology order: the snapshot that joins
 // replace. Callers read it once per operation.
-func (p *Producer) all() []*cluster { return *p.live.Load() }
+func (p *Producer) all() []*cluster { return p.snap.Load().clusters }
 
 // newDownHealth returns the health of a cluster that has not joined yet.
 func newDownHealth(now time.Time) *health {
@@ -77,7 +102,7 @@ func newDownHealth(now time.Time) *health {
 // standIn returns the stand-in for the cluster of js (see above).
 func (p *Producer) standIn(js *joinState) *cluster {
 	c := &cluster{name: js.cl.Name, url: js.cl.ServiceURL, obs: p.cfg.observer,
-		budget: js.budget, health: js.health}
+		budget: js.budget, health: js.health, join: js}
 	c.link = &link{writers: []writer{standInWriter{}}, close: func() {}}
 	if p.cfg.transactions {
 		c.link.newTxn = func(time.Duration) (pulsar.Transaction, error) { return nil, errStandIn }
@@ -90,9 +115,9 @@ func (p *Producer) standIn(js *joinState) *cluster {
 // joinedCluster returns the real cluster of js over l's writers.
 func (p *Producer) joinedCluster(js *joinState, l *link) *cluster {
 	c := &cluster{name: js.cl.Name, url: js.cl.ServiceURL, obs: p.cfg.observer,
-		budget: js.budget, health: js.health, link: l}
+		budget: js.budget, health: js.health, link: l, join: js}
 	c.parts = make([]*partition, len(l.writers))
-	maxFree := max(minFree, int(c.budget.maxMsgs)/len(c.parts))
+	maxFree := max(minFree, int(c.budget.maxMsgs.Load())/len(c.parts))
 	for j, w := range l.writers {
 		c.parts[j] = newPartition(j, c, w, maxFree)
 	}
@@ -103,13 +128,13 @@ func (p *Producer) joinedCluster(js *joinState, l *link) *cluster {
 	return c
 }
 
-// startAttempt starts an attempt to join cluster i unless one is running.
-func (p *Producer) startAttempt(i int) {
-	js := p.joins[i]
+// startAttempt starts an attempt to join the cluster of js unless one is
+// running.
+func (p *Producer) startAttempt(js *joinState) {
 	if !js.trying.CompareAndSwap(false, true) {
 		return
 	}
-	p.goBG(func() { p.joinAttempt(i) })
+	p.goBG(func() { p.joinAttempt(js) })
 }
 
 // joinAttempt opens cluster i's writers and, when they open, joins it. It
@@ -118,15 +143,14 @@ func (p *Producer) startAttempt(i int) {
 // ctx by up to the cluster's operation timeout, or its keep-alive against
 // a broker that accepts connections but does not answer (Close waits for
 // it, see tracker); it joins nothing once Close has begun.
-func (p *Producer) joinAttempt(i int) {
-	js := p.joins[i]
+func (p *Producer) joinAttempt(js *joinState) {
 	l, err := p.cfg.connect.connect(p.closing, js.cl, js.wc)
 	if err == nil && len(l.writers) == 0 {
 		l.close()
 		err = errNoWriters
 	}
 	if err == nil {
-		err = p.join(i, l)
+		err = p.join(js, l)
 	}
 	js.mu.Lock()
 	js.err, js.lastEnd = err, time.Now()
@@ -135,43 +159,53 @@ func (p *Producer) joinAttempt(i int) {
 	if err != nil && !errors.Is(err, ErrClosed) {
 		p.log().Debug("keyroute: connect failed", "cluster", js.cl.Name, "error", err)
 	}
+	js.endOnce.Do(func() { close(js.firstEnd) })
+	if js.idx < 0 {
+		return
+	}
 	select {
-	case p.joinEvents <- i:
+	case p.joinEvents <- js.idx:
 	default: // New is not waiting
 	}
 }
 
 // join makes the cluster of js over l's writers part of the Producer, in
-// place of its stand-in, and marks it up. Once Close has begun it closes
-// l instead and returns ErrClosed.
-func (p *Producer) join(i int, l *link) error {
-	js := p.joins[i]
-	c := p.joinedCluster(js, l)
+// place of its stand-in, and marks it up; a cluster that a change is
+// adding keeps l for the change (joinState.ready). Once Close has begun,
+// or once the cluster is gone from the topology, it closes l instead and
+// returns ErrClosed.
+func (p *Producer) join(js *joinState, l *link) error {
 	p.joinMu.Lock()
-	if p.joinsStopped {
+	if js.adding && !js.gone && !p.joinsStopped {
+		js.ready = l
 		p.joinMu.Unlock()
-		c.disp.close()
+		return nil
+	}
+	if p.joinsStopped || js.gone {
+		p.joinMu.Unlock()
 		closeWriters(l.writers)
 		l.close()
 		return ErrClosed
 	}
-	p.retire(i, c)
+	c := p.joinedCluster(js, l)
+	p.retire(js, c)
 	js.joined.Store(true)
 	p.joinMu.Unlock()
 	p.log().Info("keyroute: cluster connected", "cluster", c.name, "topic", p.cfg.topic, "partitions", len(c.parts))
 	return nil
 }
 
-// retire swaps c into the snapshot in place of cluster i's stand-in, at a
+// retire swaps c into the snapshot in place of js's stand-in, at a
 // moment when the stand-in has reported every refusal placed on it, and
 // from which later refusals on it (by senders that read the snapshot
 // before) are reported at once on their sender: so none is reported after
 // a message handed to c later. It holds the stand-in's partition lock only
 // while nothing is reported, never while waiting for its callback
 // goroutine, whose callbacks may send.
-func (p *Producer) retire(i int, c *cluster) {
-	cur := p.all()
-	old := cur[i]
+func (p *Producer) retire(js *joinState, c *cluster) {
+	cur := p.snap.Load()
+	i := slices.IndexFunc(cur.clusters, func(c *cluster) bool { return c.join == js })
+	old := cur.clusters[i]
 	pt := old.parts[0]
 	for {
 		<-old.disp.barrier()
@@ -193,28 +227,33 @@ func (p *Producer) retire(i int, c *cluster) {
 	}
 	h.lastMoved = now
 	h.mu.Unlock()
-	next := slices.Clone(cur)
-	next[i] = c
-	p.live.Store(&next)
+	next := *cur
+	next.clusters = slices.Clone(cur.clusters)
+	next.clusters[i] = c
+	p.snap.Store(&next)
 	pt.stopped = true
 	pt.mu.Unlock()
 	old.disp.close()
 }
 
-// stopJoins keeps any attempt from joining from now on and returns the
-// clusters as they stand; Close calls it first.
+// stopJoins keeps any attempt from joining, and any change from being
+// applied, from now on, and returns the clusters as they stand, those a
+// change is draining included; Close calls it first.
 func (p *Producer) stopJoins() []*cluster {
 	p.joinMu.Lock()
 	defer p.joinMu.Unlock()
 	p.joinsStopped = true
-	return p.all()
+	cls := slices.Clone(p.all())
+	for c := range p.draining {
+		cls = append(cls, c)
+	}
+	return cls
 }
 
-// retryJoin starts a new attempt for cluster i when none is running and
-// the last one ended DownProbeInterval ago; the health monitor calls it
-// for every cluster that has not joined.
-func (p *Producer) retryJoin(i int, now time.Time) {
-	js := p.joins[i]
+// retryJoin starts a new attempt for the cluster of js when none is
+// running and the last one ended DownProbeInterval ago; the health
+// monitor calls it for every cluster that has not joined.
+func (p *Producer) retryJoin(js *joinState, now time.Time) {
 	if js.trying.Load() || p.closed.Load() {
 		return
 	}
@@ -222,7 +261,7 @@ func (p *Producer) retryJoin(i int, now time.Time) {
 	due := now.Sub(js.lastEnd) >= p.cfg.probeEvery
 	js.mu.Unlock()
 	if due {
-		p.startAttempt(i)
+		p.startAttempt(js)
 	}
 }
 
@@ -305,7 +344,11 @@ func (p *Producer) awaitStart(ctx context.Context) error {
 }
 
 func (p *Producer) connectError(i int, err error) error {
-	return &ClusterError{Cluster: p.joins[i].cl.Name, Op: "connect", Err: errors.Join(ErrConnect, err)}
+	return connectError(p.joins[i], err)
+}
+
+func connectError(js *joinState, err error) error {
+	return &ClusterError{Cluster: js.cl.Name, Op: "connect", Err: errors.Join(ErrConnect, err)}
 }
 
 // standInWriter is a stand-in's writer: it writes nothing. Nothing reaches

@@ -101,7 +101,10 @@ type cfg struct {
 	configureWriter  func(cluster string, partition int, o *pulsar.ProducerOptions)
 	startTimeout     time.Duration // valid when startSet; else DownAfter's (see StartTimeout)
 	startSet         bool
-	startAll         bool // RequireAllClusters
+	startAll         bool          // RequireAllClusters
+	handoverWait     time.Duration // valid when handoverSet; else SendTimeout + DownAfter
+	handoverSet      bool
+	discoverEvery    time.Duration // 0: no partition discovery
 }
 
 func defaultCfg() cfg {
@@ -120,6 +123,7 @@ func defaultCfg() cfg {
 		probeEvery:       DefaultDownProbeInterval,
 		blockWhenFull:    true,
 		txnPrebegin:      DefaultTxnPrebegin,
+		discoverEvery:    DefaultPartitionsAutoDiscoveryInterval,
 	}
 }
 
@@ -153,6 +157,10 @@ func (c *cfg) validate() error {
 		return badOption("DownProbeInterval", c.probeEvery, "must be > 0")
 	case c.startSet && c.startTimeout <= 0:
 		return badOption("StartTimeout", c.startTimeout, "must be > 0")
+	case c.discoverEvery < 0:
+		return badOption("PartitionsAutoDiscoveryInterval", c.discoverEvery, "must be >= 0")
+	case c.handoverSet && c.handoverWait <= 0:
+		return badOption("HandoverTimeout", c.handoverWait, "must be > 0")
 	case c.level < DefaultLevel || c.level > BetterLevel:
 		return badOption("CompressionLevel", c.level, "unknown level")
 	case c.chunkMax < 0:
@@ -423,6 +431,46 @@ func DownProbeInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.pr
 // DownWait bounds how long a message waits for a down cluster under WaitUp
 // (default 10s).
 func DownWait(d time.Duration) Opt { return optFunc(func(c *cfg) { c.downWait = d }) }
+
+// DefaultPartitionsAutoDiscoveryInterval is how often the Producer reads
+// each cluster's partition count again by default.
+const DefaultPartitionsAutoDiscoveryInterval = time.Minute
+
+// PartitionsAutoDiscoveryInterval is how often the Producer reads the
+// topic's partition count on each connected cluster again (default one
+// minute; 0 never does), as pulsar-client-go's option of that name does
+// for its own producers. A grown count is applied as a topology change
+// with its own epoch (see Update): the new partitions' writers open
+// first, then the keys that move to them are handed over in order
+// (HANDOVER.md section 5.5). A count below the one written (Pulsar
+// cannot shrink a partitioned topic: the topic was deleted and made
+// again) is not applied: Health reports it (ClusterHealth.PartitionsErr)
+// and the Producer logs it, and goes on writing the partitions it has.
+func PartitionsAutoDiscoveryInterval(d time.Duration) Opt {
+	return optFunc(func(c *cfg) { c.discoverEvery = d })
+}
+
+// HandoverTimeout bounds how long a topology change (Update) waits for an
+// old owner partition to acknowledge its hand-over marker, and for the
+// messages handed to it before, while it holds the moved keys' new
+// messages (default SendTimeout + DownAfter). Then OnClusterDown decides
+// for those messages and for the moved keys' later ones until the marker
+// is acknowledged (HANDOVER.md section 7.1): FailFast fails them with
+// ErrClusterDown (not written), WaitUp waits DownWait longer and then
+// fails them so, Spill writes them to their new owner marked unordered
+// and reports a possible reorder (Observer, log).
+func HandoverTimeout(d time.Duration) Opt {
+	return optFunc(func(c *cfg) { c.handoverWait, c.handoverSet = d, true })
+}
+
+// handoverBound is how long a hand-over waits before its down policy
+// decides (HandoverTimeout).
+func (c *cfg) handoverBound() time.Duration {
+	if c.handoverSet {
+		return c.handoverWait
+	}
+	return c.sendTimeout + c.downAfter
+}
 
 // StartTimeout bounds how long New waits for a cluster to answer (default
 // DownAfter's value). A cluster whose writers are not open by then starts

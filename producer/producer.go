@@ -2,10 +2,13 @@ package producer
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,17 +20,22 @@ import (
 // Producer sends messages to the clusters of a topology. It is safe for
 // concurrent use.
 type Producer struct {
-	cfg    cfg
-	router *router.Router
+	cfg cfg
+	id  uint64 // the producer id (HANDOVER.md section 1), random
 
-	// live holds the clusters in topology order, as router indexes them
-	// (see all). A cluster that has not joined is a stand-in there, which
-	// join replaces under joinMu; joinsStopped (set by Close) ends joins.
-	live         atomic.Pointer[[]*cluster]
-	joins        []*joinState // by topology index; fixed by New
+	// snap is the routing state (see snapshot). A cluster that has not
+	// joined is a stand-in there, which join replaces; a change (Update)
+	// replaces it whole. Both do so under joinMu; joinsStopped (set by
+	// Close) ends joins and changes.
+	snap         atomic.Pointer[snapshot]
+	joins        []*joinState // by New's topology index; fixed by New
 	joinEvents   chan int     // an attempt ended (New waits on it); capacity len(joins)
 	joinMu       sync.Mutex
 	joinsStopped bool
+	draining     map[*cluster]struct{} // removed by a change, closed when its hand-over ends; guarded by joinMu
+
+	updating   chan struct{}          // capacity 1: held by the Update applying a change
+	lastChange atomic.Pointer[change] // the last change applied; nil before
 
 	keyless atomic.Uint64 // keyless messages handed over
 
@@ -105,63 +113,36 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 			return nil, err
 		}
 	}
-	members := make([]router.Member, len(topo.Clusters))
-	var weightSum float64
-	for i, cl := range topo.Clusters {
-		members[i] = router.Member{Name: cl.Name, Weight: cl.Weight}
-		weightSum += cl.Weight
-	}
-	r, err := router.New(members)
+	r, err := newRouter(topo)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadTopology, err)
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 
-	p := &Producer{cfg: c, router: r, idle: make(chan struct{}, 1)}
+	p := &Producer{cfg: c, id: newProducerID(), idle: make(chan struct{}, 1), updating: make(chan struct{}, 1)}
 	p.closing, p.stopAll = context.WithCancel(context.Background())
 	p.done = p.closing.Done()
 	p.joins = make([]*joinState, len(topo.Clusters))
 	p.joinEvents = make(chan int, len(topo.Clusters))
+	p.draining = map[*cluster]struct{}{}
 	standIns := make([]*cluster, len(topo.Clusters))
 	for i, cl := range topo.Clusters {
-		share := cl.Weight / weightSum
-		maxMsgs := int64(max(1, math.Round(float64(c.maxPending)*share)))
-		maxBytes := int64(max(1, math.Round(float64(c.memoryLimit)*share)))
-		wc := writerConfig{
-			topic:            c.topic,
-			batching:         c.batching,
-			batchMaxMessages: c.batchMaxMessages,
-			batchMaxBytes:    c.batchMaxBytes,
-			linger:           int64(c.linger),
-			codec:            c.codec,
-			maxPending:       int(maxMsgs),
-			memoryLimit:      maxBytes,
-			sendTimeout:      int64(c.sendTimeout),
-			logger:           c.logger,
-			transactions:     c.transactions,
-			configure:        c.configureClient,
-			clients:          c.clients,
-			cluster:          cl.Name,
-			name:             c.name,
-			level:            c.level,
-			keyBatching:      c.keyBatching,
-			chunkMax:         c.chunkMax,
-			encryption:       c.encryption,
-			schema:           c.schema,
-			configureWriter:  c.configureWriter,
-		}
-		overrideFor(&wc, cl.Producer)
-		js := &joinState{cl: cl, wc: wc, budget: newBudget(maxMsgs, maxBytes), health: newDownHealth(time.Now()), err: errNoAnswer}
+		maxMsgs, maxBytes := c.share(topo, cl.Weight)
+		js := p.newJoinState(cl, maxMsgs, maxBytes)
+		js.idx = i
 		p.joins[i] = js
 		standIns[i] = p.standIn(js)
 	}
-	p.live.Store(&standIns)
+	p.snap.Store(&snapshot{router: r, clusters: standIns})
 	p.monStop, p.monDone = make(chan struct{}), make(chan struct{})
 	go p.monitor(p.monStop, p.monDone)
-	for i := range p.joins {
-		p.startAttempt(i)
+	for _, js := range p.joins {
+		p.startAttempt(js)
+	}
+	if c.discoverEvery > 0 {
+		p.goBG(p.discover)
 	}
 	if err := p.awaitStart(ctx); err != nil {
 		p.log().Error("keyroute: connect failed", "error", err)
@@ -179,17 +160,90 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 	return p, nil
 }
 
-// Clusters returns the cluster names in topology order.
+// Clusters returns the cluster names in topology order (of the topology
+// last applied, see Update).
 func (p *Producer) Clusters() []string {
 	if p == nil {
 		return nil
 	}
-	names := make([]string, len(p.joins))
-	for i, js := range p.joins {
-		names[i] = js.cl.Name
+	cls := p.all()
+	names := make([]string, len(cls))
+	for i, c := range cls {
+		names[i] = c.name
 	}
 	return names
 }
+
+// newRouter returns the router of topo, which it validates.
+func newRouter(topo *topology.Topology) (*router.Router, error) {
+	if err := topo.Validate(); err != nil { // a nil topo has no clusters
+		return nil, fmt.Errorf("%w: %w", ErrBadTopology, err)
+	}
+	members := make([]router.Member, len(topo.Clusters))
+	for i, cl := range topo.Clusters {
+		members[i] = router.Member{Name: cl.Name, Weight: cl.Weight}
+	}
+	r, err := router.New(members)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadTopology, err)
+	}
+	return r, nil
+}
+
+// share returns the buffer limits of a cluster of weight w in topo: its
+// share of MaxPendingMessages and MemoryLimit.
+func (c *cfg) share(topo *topology.Topology, w float64) (maxMsgs, maxBytes int64) {
+	var sum float64
+	for _, cl := range topo.Clusters {
+		sum += cl.Weight
+	}
+	share := w / sum
+	return int64(max(1, math.Round(float64(c.maxPending)*share))), int64(max(1, math.Round(float64(c.memoryLimit)*share)))
+}
+
+// newJoinState returns the connection state of cluster cl, down, with
+// the buffer limits given.
+func (p *Producer) newJoinState(cl topology.Cluster, maxMsgs, maxBytes int64) *joinState {
+	c := &p.cfg
+	wc := writerConfig{
+		topic:            c.topic,
+		batching:         c.batching,
+		batchMaxMessages: c.batchMaxMessages,
+		batchMaxBytes:    c.batchMaxBytes,
+		linger:           int64(c.linger),
+		codec:            c.codec,
+		maxPending:       int(maxMsgs),
+		memoryLimit:      maxBytes,
+		sendTimeout:      int64(c.sendTimeout),
+		logger:           c.logger,
+		transactions:     c.transactions,
+		configure:        c.configureClient,
+		clients:          c.clients,
+		cluster:          cl.Name,
+		name:             c.name,
+		level:            c.level,
+		keyBatching:      c.keyBatching,
+		chunkMax:         c.chunkMax,
+		encryption:       c.encryption,
+		schema:           c.schema,
+		configureWriter:  c.configureWriter,
+	}
+	overrideFor(&wc, cl.Producer)
+	return &joinState{idx: -1, cl: cl, wc: wc, budget: newBudget(maxMsgs, maxBytes),
+		health: newDownHealth(time.Now()), err: errNoAnswer, firstEnd: make(chan struct{})}
+}
+
+// newProducerID draws a producer id from a cryptographic source
+// (HANDOVER.md section 1).
+func newProducerID() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// ProducerID returns the Producer's id: a random 64-bit number drawn at
+// New, which the hand-over's properties carry (HANDOVER.md, keyroute-pid).
+func (p *Producer) ProducerID() uint64 { return p.id }
 
 // Placement returns the cluster and partition that messages with key go to.
 // It is meaningless for the empty key (keyless messages are spread). A nil
@@ -200,7 +254,8 @@ func (p *Producer) Placement(key string) (cluster string, partition int) {
 		return "", -1
 	}
 	h := router.Hash(key)
-	c := p.all()[p.router.Cluster(h)]
+	s := p.snap.Load()
+	c := s.clusters[s.router.Cluster(h)]
 	return c.name, c.parts[router.Partition(h, len(c.parts))].idx
 }
 
@@ -213,7 +268,7 @@ func (p *Producer) Partitions() []int {
 	cls := p.all()
 	n := make([]int, len(cls))
 	for i, c := range cls {
-		if p.joins[i].joined.Load() {
+		if c.join.joined.Load() {
 			n[i] = len(c.parts)
 		}
 	}
@@ -293,6 +348,9 @@ func (p *Producer) Close(ctx context.Context) error {
 
 func (p *Producer) close(ctx context.Context) error {
 	p.closed.Store(true)
+	// Messages held by a topology change's hand-over go on when it ends,
+	// as far as ctx allows; those still held then fail with ErrClosed.
+	_ = p.awaitHandover(ctx)
 	cls := p.stopJoins()
 	p.stopAll()
 	for p.active.Load() != 0 && ctx.Err() == nil {
@@ -311,20 +369,13 @@ func (p *Producer) close(ctx context.Context) error {
 			pt.close()
 		}
 	}
-	flushErr := p.flushWriters(ctx)
+	flushErr := flushWriters(ctx, cls)
 	var wg sync.WaitGroup
 	for _, c := range cls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			closeWriters(c.link.writers)
-			c.closeBulk()
-			p.drainPool(ctx, c)
-			if n := c.sweep(ErrClosed); n > 0 {
-				p.log().Warn("keyroute: messages failed at close", "cluster", c.name, "messages", n)
-			}
-			c.disp.close()
-			c.link.close()
+			p.shut(ctx, c)
 		}()
 	}
 	wg.Wait()
@@ -341,6 +392,36 @@ func (p *Producer) close(ctx context.Context) error {
 		p.detach()
 	}
 	return err
+}
+
+// shut closes c's writers, gives every message still pending ErrClosed,
+// reports what is left and stops c's callback goroutine. c's partitions
+// are closed and flushed already.
+func (p *Producer) shut(ctx context.Context, c *cluster) {
+	if !c.retired { // a retired cluster's writers are its successor's
+		closeWriters(c.link.writers)
+	}
+	c.closeBulk()
+	p.drainPool(ctx, c)
+	if n := c.sweep(ErrClosed); n > 0 {
+		p.log().Warn("keyroute: messages failed at close", "cluster", c.name, "messages", n)
+	}
+	c.disp.close()
+	if !c.retired {
+		c.link.close()
+	}
+}
+
+// writing returns the clusters that have writers to flush: those of the
+// topology, and those a change is draining.
+func (p *Producer) writing() []*cluster {
+	p.joinMu.Lock()
+	defer p.joinMu.Unlock()
+	cls := slices.Clone(p.all())
+	for c := range p.draining {
+		cls = append(cls, c)
+	}
+	return cls
 }
 
 // waitGroup waits for wg until ctx ends; it reports whether wg finished.

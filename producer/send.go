@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
+
+	"github.com/keyroute/keyroute/router"
 )
 
 // cost is what a message holds of the memory limit.
@@ -37,71 +40,83 @@ func check(m *Message) error {
 	case m.SequenceID != nil && *m.SequenceID < 0:
 		return fmt.Errorf("%w: SequenceID %d is negative", ErrBadMessage, *m.SequenceID)
 	}
+	if len(m.Properties) > 0 { // ranging over an empty map still starts an iterator
+		if name, reserved := router.ReservedProperty(m.Properties); reserved {
+			return fmt.Errorf("%w: property %q: names beginning with %q are reserved for keyroute's hand-over (HANDOVER.md)",
+				ErrBadMessage, name, router.PropPrefix)
+		}
+	}
 	return nil
 }
 
 // hand routes msg, takes its budget and hands it to its partition's writer
 // with cb. A message that fails before the writer has it is refused: it
 // gets its outcome through the same ordered path, after the outcomes of
-// the messages of its partition handed over before it. hand returns the
-// refusal error (nil when the writer has the message) and the partition
-// it went to.
+// the messages of its partition handed over before it. A message of a key
+// that a topology change moved may be held instead, until its hand-over
+// releases it (see handover.go). hand returns the refusal error (nil when
+// the writer, or the hand-over, has the message) and the partition it
+// went to.
 func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback) (*partition, error) {
+	return p.handWith(ctx, op, msg, cb, nil, nil, msg.Properties)
+}
+
+// handWith is hand for a message that may have been observed already (ev
+// not nil, with f, its inflight, and props, what the observer gave): one
+// that a change made hand over again (see sendMoved).
+func (p *Producer) handWith(ctx context.Context, op Op, msg *Message, cb Callback, f *inflight, ev *Event, props map[string]string) (*partition, error) {
 	var (
 		c   *cluster
 		pt  *partition
-		f   *inflight
+		h   uint64
 		err error
 	)
-	switch {
-	case p.closed.Load():
-		c, pt = p.route(msg.Key)
-		err = ErrClosed
-	default:
-		if err = check(msg); err != nil {
-			c, pt = p.route(msg.Key)
-		} else {
-			c, pt, err = p.pick(ctx, msg.Key)
-		}
-	}
 	n := cost(msg)
-	props := msg.Properties
-	var ev *Event
-	if c.obs != nil {
-		// The Event comes with the inflight, which must be known now.
-		f = pt.take()
-		ev = eventFor(f)
-		props = p.observe(ctx, op, c, pt, msg, n, ev)
-	}
-	if err == nil {
-		err = c.budget.acquire(ctx, n, p.done, p.cfg.blockWhenFull, p.onCallbackGoroutine)
-	}
-	if err == nil {
-		pt.mu.Lock()
-		if !pt.closed {
-			if f == nil {
-				f = pt.takeLocked()
-			}
-			f.ctx, f.msg, f.cb, f.cost, f.accepted = ctx, msg, cb, n, true
-			f.userCB = op == OpSendAsync && cb != nil
-			storeIfNew(&f.part, pt) // unchanged for a partition's own (see clear)
-			storeIfNew(&f.ev, ev)
-			toPulsar(&f.pm, msg, props)
-			if cb != nil {
-				pt.placeLocked(f, pending)
+	for {
+		s := p.snap.Load()
+		switch {
+		case p.closed.Load():
+			c, pt, h = p.place(s, msg.Key)
+			err = ErrClosed
+		default:
+			if err = check(msg); err != nil {
+				c, pt, h = p.place(s, msg.Key)
 			} else {
-				pt.holdLooseLocked(f)
+				c, pt, h, err = p.pick(ctx, s, msg.Key)
 			}
-			pt.handed.Add(1)
-			// f may be reported and reused once the writer has it: it is
-			// not touched again.
-			pt.w.SendAsync(ctx, &f.pm, f.onAck)
-			pt.mu.Unlock()
-			return pt, nil
 		}
-		pt.mu.Unlock()
+		switch {
+		case ev != nil:
+			// Placed again after a change (see put): the observer has
+			// seen the message already.
+			ev.Partition, ev.Cluster, ev.ServiceURL = pt.idx, c.name, c.url
+		case c.obs != nil:
+			// The Event comes with the inflight, which must be known now.
+			f = pt.take()
+			ev = eventFor(f)
+			props = p.observe(ctx, op, c, pt, msg, n, ev)
+		}
+		if err == nil {
+			err = c.budget.acquire(ctx, n, p.done, p.cfg.blockWhenFull, p.onCallbackGoroutine)
+		}
+		if err != nil {
+			break
+		}
+		if s.moves != nil && msg.Key != "" {
+			if sm := s.moves[router.Slot(h)]; sm != nil && sm.owes(pt) {
+				return pt, p.handMoved(sm, h, &held{ctx: ctx, op: op, msg: msg, cb: cb, c: c, pt: pt, f: f, ev: ev, props: props, n: n, at: time.Now(), epoch: s.epoch})
+			}
+		}
+		switch err = p.put(ctx, op, msg, cb, pt, f, ev, props, n, s.epoch); err {
+		case nil:
+			return pt, nil
+		case errPlacedBefore:
+			c.budget.release(1, n)
+			err = nil
+			continue
+		}
 		c.budget.release(1, n)
-		err = ErrClosed
+		break
 	}
 	if f == nil {
 		f = pooledInflight()
@@ -110,6 +125,48 @@ func (p *Producer) hand(ctx context.Context, op Op, msg *Message, cb Callback) (
 	f.userCB = op == OpSendAsync && cb != nil
 	c.refuse(f, err)
 	return pt, err
+}
+
+// errPlacedBefore is put's answer for a message placed under a snapshot
+// older than a change that marked its partition (see put): hand places
+// it again.
+var errPlacedBefore = errors.New("placed before a topology change")
+
+// put hands a message that holds its budget to pt's writer, in f when
+// it is not nil. epoch is the one it was placed under: a partition that a
+// later change marked (it lost keys, HANDOVER.md section 5.2) takes no
+// message placed before, so that none lands behind the change's marker
+// (errPlacedBefore). It returns ErrClosed when the partition is closed;
+// the caller then gives the budget back.
+func (p *Producer) put(ctx context.Context, op Op, msg *Message, cb Callback, pt *partition, f *inflight, ev *Event, props map[string]string, n int64, epoch uint64) error {
+	pt.mu.Lock()
+	switch {
+	case pt.closed:
+		pt.mu.Unlock()
+		return ErrClosed
+	case pt.markEpoch > epoch:
+		pt.mu.Unlock()
+		return errPlacedBefore
+	}
+	if f == nil {
+		f = pt.takeLocked()
+	}
+	f.ctx, f.msg, f.cb, f.cost, f.accepted = ctx, msg, cb, n, true
+	f.userCB = op == OpSendAsync && cb != nil
+	storeIfNew(&f.part, pt) // unchanged for a partition's own (see clear)
+	storeIfNew(&f.ev, ev)
+	toPulsar(&f.pm, msg, props)
+	if cb != nil {
+		pt.placeLocked(f, pending)
+	} else {
+		pt.holdLooseLocked(f)
+	}
+	pt.handed.Add(1)
+	// f may be reported and reused once the writer has it: it is not
+	// touched again.
+	pt.w.SendAsync(ctx, &f.pm, f.onAck)
+	pt.mu.Unlock()
+	return nil
 }
 
 // flushFor sends pt's current batch, so that Send does not wait for
@@ -219,8 +276,10 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb Callback) {
 // not finish. A message that failed says so in its own outcome, not in
 // Flush's error: nil means that every outcome is in, not that every
 // message was written (pulsar-client-go's Flush returns the error of each
-// partition's last message; keyroute's does not). Called from a Callback,
-// Flush returns ErrInCallback.
+// partition's last message; keyroute's does not). Messages that a
+// topology change holds (see Update) count: Flush first waits for the
+// change's hand-overs to end. Called from a Callback, Flush returns
+// ErrInCallback.
 func (p *Producer) Flush(ctx context.Context) error {
 	if p == nil {
 		return ErrNilProducer
@@ -228,15 +287,19 @@ func (p *Producer) Flush(ctx context.Context) error {
 	if p.onCallbackGoroutine() {
 		return ErrInCallback
 	}
+	if err := p.awaitHandover(ctx); err != nil {
+		return err
+	}
 	if !p.enter() {
 		return ErrClosed
 	}
-	barriers := make([]<-chan struct{}, len(p.all()))
-	for i, c := range p.all() {
+	cls := p.writing()
+	barriers := make([]<-chan struct{}, len(cls))
+	for i, c := range cls {
 		barriers[i] = c.disp.barrier()
 	}
 	fctx, stop := p.untilClose(ctx)
-	err := p.flushWriters(fctx)
+	err := flushWriters(fctx, cls)
 	stop()
 	p.leave()
 	// Interrupted by Close: Close reports every outcome, and the barriers
@@ -244,7 +307,7 @@ func (p *Producer) Flush(ctx context.Context) error {
 	if err != nil && (ctx.Err() != nil || !p.closed.Load()) {
 		return err
 	}
-	for i, c := range p.all() {
+	for i, c := range cls {
 		select {
 		case <-barriers[i]:
 		case <-ctx.Done():
@@ -266,13 +329,13 @@ func flushWriter(ctx context.Context, w writer) error {
 	return nil
 }
 
-// flushWriters flushes every partition writer of every cluster in
+// flushWriters flushes every partition writer of every cluster of cls in
 // parallel (flushWriter). It returns an error naming each cluster that did
 // not finish before ctx ended.
-func (p *Producer) flushWriters(ctx context.Context) error {
-	errs := make([][]error, len(p.all()))
+func flushWriters(ctx context.Context, cls []*cluster) error {
+	errs := make([][]error, len(cls))
 	var wg sync.WaitGroup
-	for i, c := range p.all() {
+	for i, c := range cls {
 		errs[i] = make([]error, len(c.parts))
 		for j, pt := range c.parts {
 			wg.Add(1)
@@ -286,7 +349,7 @@ func (p *Producer) flushWriters(ctx context.Context) error {
 	var all []error
 	for i, perPart := range errs {
 		if err := errors.Join(perPart...); err != nil {
-			all = append(all, &ClusterError{Cluster: p.all()[i].name, Op: "flush", Err: err})
+			all = append(all, &ClusterError{Cluster: cls[i].name, Op: "flush", Err: err})
 		}
 	}
 	return errors.Join(all...)

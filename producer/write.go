@@ -34,6 +34,11 @@ type link struct {
 	// openBulk opens a second writer per partition, in partition order,
 	// reserved for SendTxnBulk; nil: the connector has none.
 	openBulk func(ctx context.Context) ([]writer, error)
+	// partitions reads the topic's partition count again, and openFrom
+	// opens a writer on each partition from from on, for partition
+	// auto-discovery; nil: the connector cannot.
+	partitions func() (int, error)
+	openFrom   func(ctx context.Context, from int) ([]writer, error)
 }
 
 // writerConfig is what a connector needs to open a cluster's writers.
@@ -137,7 +142,7 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 	if err != nil {
 		return nil, err
 	}
-	writers, err := openWriters(ctx, client, wc)
+	writers, err := openWriters(ctx, client, wc, 0)
 	if err != nil {
 		closeClient()
 		return nil, err
@@ -146,25 +151,44 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 		_, err := client.TopicPartitions(wc.topic)
 		return err
 	}}
+	l.partitions = func() (int, error) {
+		topics, err := client.TopicPartitions(wc.topic)
+		return len(topics), err
+	}
+	l.openFrom = func(ctx context.Context, from int) ([]writer, error) { return openWriters(ctx, client, wc, from) }
 	if wc.transactions {
 		l.newTxn = client.NewTransaction
 		bulk := bulkConfig(wc)
-		l.openBulk = func(ctx context.Context) ([]writer, error) { return openWriters(ctx, client, bulk) }
+		l.openBulk = func(ctx context.Context) ([]writer, error) { return openWriters(ctx, client, bulk, 0) }
 	}
 	return l, nil
 }
 
-// openWriters creates one producer per partition. pulsar-client-go's calls
-// take no ctx; they are bounded by the client's operation timeout, and ctx
-// is checked between them.
-func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]writer, error) {
-	topics, err := client.TopicPartitions(wc.topic)
+// openWriters creates one producer per partition, from partition from on.
+// pulsar-client-go's calls take no ctx; they are bounded by the client's
+// operation timeout, and ctx is checked between them.
+//
+// Each producer is created on one partition's own topic name
+// ("<topic>-partition-<i>"), whose partitioned metadata has no
+// partitions: pulsar-client-go v0.21.0's partition auto-discovery
+// (producer_impl.go, runBackgroundPartitionDiscovery and
+// internalCreatePartitionsProducers, through client.TopicPartitions)
+// finds that one topic at every look, so it never opens, nor writes to, a
+// partition added later on its own. The Producer's own discovery
+// (PartitionsAutoDiscoveryInterval) opens those and moves keys to them
+// with a hand-over.
+func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig, from int) ([]writer, error) {
+	all, err := client.TopicPartitions(wc.topic)
 	if err != nil {
 		return nil, fmt.Errorf("look up partitions of %q: %w", wc.topic, err)
 	}
-	if len(topics) == 0 {
+	if len(all) == 0 {
 		return nil, fmt.Errorf("topic %q has no partitions", wc.topic)
 	}
+	if from > len(all) {
+		return nil, fmt.Errorf("%w: topic %q has %d partitions, fewer than the %d open", errShrunk, wc.topic, len(all), from)
+	}
+	topics := all[from:]
 	perPartition := wc.maxPending
 	writers := make([]writer, 0, len(topics))
 	closeAll := func() {
@@ -172,7 +196,8 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig) ([]
 			w.Close()
 		}
 	}
-	for i, t := range topics {
+	for j, t := range topics {
+		i := from + j
 		if err := ctx.Err(); err != nil {
 			closeAll()
 			return nil, err
@@ -244,6 +269,11 @@ func bulkConfig(wc writerConfig) writerConfig {
 // ProducerAccessMode other than Shared: a partition then takes no second
 // producer, and SendTxnBulk writes through the partitions' own writers.
 var errBulkNotShared = errors.New("the writers' access mode is not shared")
+
+// errShrunk is the error of a topic found with fewer partitions than the
+// Producer writes: Pulsar cannot shrink a partitioned topic, so it was
+// deleted and made again; the Producer goes on with the partitions it has.
+var errShrunk = errors.New("the topic's partition count shrank")
 
 // errNoWriters guards against a connector returning an empty link.
 var errNoWriters = errors.New("no partition writers")

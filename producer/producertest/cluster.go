@@ -1,5 +1,7 @@
 package producertest
 
+import "fmt"
+
 // Cluster is one fake cluster. Its settings take effect at once, for the
 // messages and calls that come after; those that decide what a
 // connection has (FailConnect, Transactions) take effect at the next
@@ -7,7 +9,7 @@ package producertest
 type Cluster struct {
 	cs    *Clusters
 	name  string
-	parts []*Partition // fixed when the cluster is made
+	parts []*Partition // guarded by cs.mu: Grow adds to it
 
 	// Guarded by cs.mu.
 	holding    bool
@@ -28,22 +30,52 @@ type Cluster struct {
 	probes     int
 	connects   int
 	waiting    int // connects in the black hole
+	reported   int // Shrink: the partition count a lookup reports; 0: len(parts)
 }
+
+// Grow gives the topic n partitions on the cluster, as the Pulsar admin
+// API's update of a partitioned topic does; it panics when n is below the
+// count. A Producer sees them at its next partition discovery
+// (producer.PartitionsAutoDiscoveryInterval).
+func (c *Cluster) Grow(n int) {
+	c.cs.locked(func() {
+		if n < len(c.parts) {
+			panic(fmt.Sprintf("producertest: Grow(%d) below %d partitions", n, len(c.parts)))
+		}
+		for i := len(c.parts); i < n; i++ {
+			c.parts = append(c.parts, &Partition{c: c, idx: i})
+		}
+	})
+}
+
+// Shrink makes the cluster's partition lookups report n partitions, as a
+// topic deleted and made again with fewer would (Pulsar cannot shrink
+// one); the partitions stay for the writers open on them. Shrink(0)
+// reports the real count again.
+func (c *Cluster) Shrink(n int) { c.cs.locked(func() { c.reported = n }) }
 
 // Name returns the cluster's name.
 func (c *Cluster) Name() string { return c.name }
 
 // Partitions returns the cluster's partition count.
-func (c *Cluster) Partitions() int { return len(c.parts) }
+func (c *Cluster) Partitions() (n int) {
+	c.cs.locked(func() { n = len(c.parts) })
+	return n
+}
 
 // Partition returns partition i; it panics when there is none.
-func (c *Cluster) Partition(i int) *Partition { return c.parts[i] }
+func (c *Cluster) Partition(i int) (p *Partition) {
+	c.cs.locked(func() { p = c.parts[i] })
+	return p
+}
 
 // Messages returns what the cluster's partitions wrote and a consumer
 // would read, partition after partition (see Partition.Messages).
 func (c *Cluster) Messages() []Message {
 	var out []Message
-	for _, p := range c.parts {
+	var parts []*Partition
+	c.cs.locked(func() { parts = c.parts })
+	for _, p := range parts {
 		out = append(out, p.Messages()...)
 	}
 	return out
@@ -57,7 +89,11 @@ func (c *Cluster) Hold() { c.cs.locked(func() { c.holding = true }) }
 // Release acknowledges the messages every partition holds (each
 // partition's as one batch, per writer) and stops holding: later messages
 // are acknowledged as usual.
-func (c *Cluster) Release() { c.cs.settle(c, c.parts, 0, nil, true) }
+func (c *Cluster) Release() {
+	var parts []*Partition
+	c.cs.locked(func() { parts = c.parts })
+	c.cs.settle(c, parts, 0, nil, true)
+}
 
 // FailSends makes every partition refuse every message with err (nothing
 // is written) until FailSends(nil). Partition.FailSends does the same for

@@ -175,6 +175,27 @@ func (cs *Clusters) connect(ctx context.Context, name string) (*hook.Conn, error
 	for i, p := range c.parts {
 		conn.Writers[i] = p.open(cl, false)
 	}
+	conn.Partitions = func() (n int, err error) {
+		cs.locked(func() {
+			n = len(c.parts)
+			if c.reported > 0 {
+				n = c.reported
+			}
+		})
+		return n, nil
+	}
+	conn.OpenPartitions = func(from int) ([]hook.Writer, error) {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		if from > len(c.parts) {
+			return nil, fmt.Errorf("producertest: %d partitions, fewer than %d", len(c.parts), from)
+		}
+		var ws []hook.Writer
+		for _, p := range c.parts[from:] {
+			ws = append(ws, p.open(cl, false))
+		}
+		return ws, nil
+	}
 	if !c.noTxn {
 		conn.NewTxn = func(time.Duration) (pulsar.Transaction, error) { return cl.begin() }
 		conn.BulkWriters = func() ([]hook.Writer, error) {

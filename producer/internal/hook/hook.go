@@ -44,6 +44,12 @@ type Conn struct {
 	// Close is called when the producer closes the connection, after its
 	// writers; nil: nothing to do.
 	Close func()
+	// Partitions reads the topic's partition count again (partition
+	// auto-discovery); nil: never read again.
+	Partitions func() (int, error)
+	// OpenPartitions opens a writer on each partition from from on, in
+	// partition order (partitions added since Writers were opened).
+	OpenPartitions func(from int) ([]Writer, error)
 }
 
 // Connect opens the named cluster.

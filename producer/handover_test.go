@@ -1,0 +1,352 @@
+package producer_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keyroute/keyroute/producer"
+	"github.com/keyroute/keyroute/producer/producertest"
+	"github.com/keyroute/keyroute/router"
+	"github.com/keyroute/keyroute/topology"
+)
+
+// movedKeys returns the keys of keys whose placement differs between
+// before and after.
+func movedKeys(keys []string, before, after map[string]place) []string {
+	var out []string
+	for _, k := range keys {
+		if before[k] != after[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// sendAndUpdate sends a message "1" on each of 300 keys, then applies tp;
+// it returns the keys, their placements before and after, and those that
+// moved (at least one).
+func sendAndUpdate(t *testing.T, p *producer.Producer, tp *topology.Topology) (keys []string, before, after map[string]place, moved []string) {
+	t.Helper()
+	keys = keyList(300)
+	before = placements(p, keys)
+	for k, err := range sendAll(p, keys, "1")() {
+		require.NoError(t, err, k)
+	}
+	require.NoError(t, p.Update(context.Background(), tp))
+	after = placements(p, keys)
+	moved = movedKeys(keys, before, after)
+	require.NotEmpty(t, moved)
+	return keys, before, after, moved
+}
+
+// changes records what a ChangeObserver hears.
+type changes struct {
+	ch chan producer.Change
+}
+
+func (c *changes) OnStart(context.Context, *producer.Event) map[string]string { return nil }
+func (c *changes) OnDone(*producer.Event)                                     {}
+func (c *changes) OnChange(ch producer.Change) {
+	select {
+	case c.ch <- ch:
+	default:
+	}
+}
+
+// TestUpdateOldOwnerDown holds every acknowledgement of the old clusters
+// (a broker that stopped answering), so that no marker is acknowledged:
+// at HandoverTimeout the down policy decides for the moved keys' held
+// messages (HANDOVER.md 7.1).
+func TestUpdateOldOwnerDown(t *testing.T) {
+	for _, tc := range []struct {
+		policy producer.DownPolicy
+		spill  bool
+	}{{producer.FailFast, false}, {producer.WaitUp, false}, {producer.Spill, true}} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			fake := newFake(2)
+			obs := &changes{ch: make(chan producer.Change, 16)}
+			p := newProducer(t, fake, 3, producer.OnClusterDown(tc.policy), producer.HandoverTimeout(time.Millisecond),
+				producer.DownWait(time.Millisecond), producer.Observe(obs))
+			keys := keyList(300)
+			before := placements(p, keys)
+			old := holdAll(t, fake, p)
+			round1 := sendAll(p, keys, "1")
+			require.NoError(t, p.Update(context.Background(), topo(4)))
+			moved := movedKeys(keys, before, placements(p, keys))
+			require.NotEmpty(t, moved)
+			errs := sendAll(p, moved, "2")()
+			for _, k := range moved {
+				if tc.spill {
+					require.NoError(t, errs[k], k)
+					ms := byValue(fake, "c4", k, "2")
+					require.Len(t, ms, 1, k)
+					tag := tagOf(t, ms[0])
+					assert.True(t, tag.Unordered, k)
+					assert.Empty(t, tag.From, "the origin it owed is missing: none other is open")
+					continue
+				}
+				require.ErrorIs(t, errs[k], producer.ErrClusterDown, k)
+				assert.True(t, producer.NotWritten(errs[k]))
+			}
+			if !tc.spill {
+				assert.Empty(t, fake.Cluster("c4").Messages())
+			}
+			ch, ok := p.LastChange()
+			require.True(t, ok)
+			assert.True(t, ch.Done)
+			assert.Equal(t, 6, ch.Forced, "every old partition decided")
+			forced := false
+			for !forced {
+				forced = (<-obs.ch).Forced > 0
+			}
+
+			// The old clusters answer again: their markers are
+			// acknowledged, and the moved keys' later messages go on,
+			// tagged with them.
+			releaseAll(fake, old)
+			require.NoError(t, p.Flush(context.Background()))
+			for k, err := range round1() {
+				require.NoError(t, err, k)
+			}
+		})
+	}
+}
+
+// TestUpdateDrainsACluster removes a cluster: its keys move to the others
+// after its markers, and its writers close once every outcome is in.
+func TestUpdateDrainsACluster(t *testing.T) {
+	fake := newFake(2)
+	p := newProducer(t, fake, 3)
+	keys, before, after, moved := sendAndUpdate(t, p, topo(2))
+	assert.Equal(t, []string{"c1", "c2"}, p.Clusters())
+	for _, k := range moved {
+		require.Equal(t, "c3", before[k].cluster, "only the drained cluster's keys move")
+	}
+	for k, err := range sendAll(p, keys, "2")() {
+		require.NoError(t, err, k)
+	}
+	require.NoError(t, p.Flush(context.Background()))
+	assert.Len(t, markers(fake, "c3"), 2, "a marker on each partition of the drained cluster")
+	for _, k := range moved {
+		ms := byValue(fake, after[k].cluster, k, "2")
+		require.Len(t, ms, 1, k)
+		tag := tagOf(t, ms[0])
+		require.Len(t, tag.From, 1)
+		assert.Equal(t, "c3", tag.From[0].Cluster)
+	}
+	require.Eventually(t, func() bool { return fake.Cluster("c3").Writers() == 0 },
+		30*time.Second, time.Millisecond, "the drained cluster's writers close")
+	ch, _ := p.LastChange()
+	assert.Equal(t, []string{"c3"}, ch.Removed)
+}
+
+// TestUpdateReweights gives c1 three times the weight: keys move to it
+// only, after their markers.
+func TestUpdateReweights(t *testing.T) {
+	fake := newFake(1)
+	p := newProducer(t, fake, 3)
+	tp := topo(3)
+	tp.Clusters[0].Weight = 3
+	keys, before, after, moved := sendAndUpdate(t, p, tp)
+	for _, k := range moved {
+		require.Equal(t, "c1", after[k].cluster)
+	}
+	for k, err := range sendAll(p, keys, "2")() {
+		require.NoError(t, err, k)
+	}
+	for _, k := range moved {
+		ms := byValue(fake, "c1", k, "2")
+		require.Len(t, ms, 1)
+		assert.Contains(t, ms[0].Properties[router.PropFrom], ":"+before[k].cluster, k)
+	}
+	assert.Empty(t, markers(fake, "c1"), "c1 loses no key")
+	msgs, _ := p.Held()
+	assert.Equal(t, []int64{0, 0, 0}, msgs)
+}
+
+// TestUpdateTwiceInARow: the second change waits for the first's
+// hand-overs (HANDOVER.md 7.5), bounded by its ctx, and a slot moved
+// A -> c4 -> A carries its origins over (5.4).
+func TestUpdateTwiceInARow(t *testing.T) {
+	fake := newFake(1)
+	p := newProducer(t, fake, 3)
+	keys := keyList(300)
+	before := placements(p, keys)
+	require.NoError(t, sendAll(p, keys, "1")()["k0"])
+	fake.Cluster("c1").Hold()
+	t.Cleanup(fake.Cluster("c1").Release)
+	require.NoError(t, p.Update(context.Background(), topo(4)))
+	moved := movedKeys(keys, before, placements(p, keys))
+	round2 := sendAll(p, moved, "2")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := p.Update(ctx, topo(3))
+	require.ErrorIs(t, err, context.Canceled, "c1's marker is not acknowledged: the first change is not over")
+	assert.Equal(t, uint64(1), p.Epoch())
+
+	fake.Cluster("c1").Release()
+	for k, err := range round2() {
+		require.NoError(t, err, k)
+	}
+	// Hold c4 so that its tags stay unacknowledged? Its acks are
+	// immediate: c4's partition has an acknowledged tag, and epoch 2's
+	// messages carry c4's marker.
+	require.NoError(t, p.Update(context.Background(), topo(3)))
+	assert.Equal(t, uint64(2), p.Epoch())
+	for k, err := range sendAll(p, moved, "3")() {
+		require.NoError(t, err, k)
+	}
+	require.NoError(t, p.Flush(context.Background()))
+	for _, k := range moved {
+		ms := byValue(fake, before[k].cluster, k, "3")
+		require.Len(t, ms, 1, k)
+		tag := tagOf(t, ms[0])
+		assert.Equal(t, uint64(2), tag.Epoch)
+		var clusters []string
+		for _, o := range tag.From {
+			clusters = append(clusters, o.Cluster)
+		}
+		assert.Contains(t, clusters, "c4", k)
+		assert.Contains(t, clusters, before[k].cluster, "%s: epoch 1's origin carries over", k)
+	}
+}
+
+// TestUpdateRefusesBadTopologies: the topology in use goes on.
+func TestUpdateRefusesBadTopologies(t *testing.T) {
+	fake := newFake(1)
+	fake.Cluster("c4").FailConnect(errors.New("topic not found"))
+	p := newProducer(t, fake, 3)
+	moved := topo(3)
+	moved.Clusters[1].ServiceURL = "pulsar://elsewhere.invalid:6650"
+	dup := topo(3)
+	dup.Clusters[2].Name = "c1"
+	for name, tc := range map[string]struct {
+		topo *topology.Topology
+		is   error
+		says string
+	}{
+		"nil":                {nil, producer.ErrBadTopology, ""},
+		"empty":              {&topology.Topology{}, producer.ErrBadTopology, ""},
+		"duplicate":          {dup, producer.ErrBadTopology, "c1"},
+		"kept cluster's URL": {moved, producer.ErrBadTopology, `cluster "c2": ServiceURL changed`},
+		"topic missing":      {topo(4), producer.ErrConnect, `"c4"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := p.Update(context.Background(), tc.topo)
+			require.ErrorIs(t, err, tc.is)
+			assert.Contains(t, err.Error(), tc.says)
+			assert.Equal(t, uint64(0), p.Epoch())
+			assert.Equal(t, []string{"c1", "c2", "c3"}, p.Clusters())
+			_, err = p.Send(context.Background(), &producer.Message{Key: "k"})
+			require.NoError(t, err)
+		})
+	}
+	assert.Zero(t, fake.Cluster("c4").Writers(), "nothing of the refused cluster stays open")
+}
+
+// TestUpdateAddsAClusterThatDoesNotAnswer: it is added down, its keys
+// follow the down policy, and it joins when it answers.
+func TestUpdateAddsAClusterThatDoesNotAnswer(t *testing.T) {
+	fake := newFake(1)
+	fake.Cluster("c3").BlackHole(true)
+	p := newProducer(t, fake, 2, producer.StartTimeout(time.Millisecond), producer.DownProbeInterval(time.Millisecond))
+	require.NoError(t, p.Update(context.Background(), topo(3)))
+	assert.Equal(t, []int{1, 1, 0}, p.Partitions())
+	k := txnKeysOn(p, "c3", 1)[0]
+	_, err := p.Send(context.Background(), &producer.Message{Key: k})
+	require.ErrorIs(t, err, producer.ErrClusterDown)
+	fake.Cluster("c3").BlackHole(false)
+	require.Eventually(t, func() bool { return p.Partitions()[2] == 1 }, 30*time.Second, time.Millisecond)
+	_, err = p.Send(context.Background(), &producer.Message{Key: k})
+	require.NoError(t, err)
+}
+
+// TestCloseDuringHandover: messages held by a hand-over whose marker is
+// not acknowledged get exactly one outcome, ErrClosed, when Close does
+// not wait for it.
+func TestCloseDuringHandover(t *testing.T) {
+	fake := newFake(1)
+	p, err := producer.New(context.Background(), topo(2), producer.Topic("t"), fake.Opt(), producer.HandoverTimeout(time.Hour))
+	require.NoError(t, err)
+	keys := keyList(200)
+	before := placements(p, keys)
+	holdAll(t, fake, p)
+	round1 := sendAll(p, keys, "1")
+	require.NoError(t, p.Update(context.Background(), topo(3)))
+	moved := movedKeys(keys, before, placements(p, keys))
+	require.NotEmpty(t, moved)
+	calls := make(chan error, 2*len(moved))
+	for _, k := range moved {
+		p.SendAsync(context.Background(), &producer.Message{Key: k}, func(_ producer.ID, _ *producer.Message, err error) { calls <- err })
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = p.Close(ctx) // an error: the flush was cut short
+	for range moved {
+		err := <-calls
+		require.ErrorIs(t, err, producer.ErrClosed)
+	}
+	for k, err := range round1() {
+		require.ErrorIs(t, err, producer.ErrClosed, k)
+	}
+	select {
+	case err := <-calls:
+		t.Fatalf("a second outcome: %v", err)
+	default:
+	}
+	assert.Empty(t, fake.Cluster("c3").Messages())
+}
+
+// TestFailedMarkerIsHandedOverAgain: a marker the partition refuses is
+// handed over again, same epoch and properties, until one is
+// acknowledged; only then do the moved keys go on.
+func TestFailedMarkerIsHandedOverAgain(t *testing.T) {
+	fake := newFake(1)
+	p := newProducer(t, fake, 2, producer.DownProbeInterval(time.Millisecond), producer.HandoverTimeout(time.Hour))
+	keys := keyList(200)
+	before := placements(p, keys)
+	for k, err := range sendAll(p, keys, "1")() {
+		require.NoError(t, err, k)
+	}
+	refused := errors.New("refused")
+	fake.Cluster("c1").FailSends(refused)
+	require.NoError(t, p.Update(context.Background(), topo(3)))
+	var fromC1 []string
+	for _, k := range movedKeys(keys, before, placements(p, keys)) {
+		if before[k].cluster == "c1" {
+			fromC1 = append(fromC1, k)
+		}
+	}
+	require.NotEmpty(t, fromC1)
+	round2 := sendAll(p, fromC1, "2")
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, e := range fake.Events() {
+			if e.Op == producertest.OpSendFail && e.Cluster == "c1" && e.Key == "" {
+				n++
+			}
+		}
+		return n >= 2
+	}, 30*time.Second, time.Millisecond, "the marker is handed over again")
+	assert.Empty(t, fake.Cluster("c3").Messages(), "held while no marker is acknowledged")
+	fake.Cluster("c1").FailSends(nil)
+	for k, err := range round2() {
+		require.NoError(t, err, k)
+	}
+	ms := markers(fake, "c1")
+	require.Len(t, ms[0], 1, "one marker written")
+	mk, _, err := router.ParseMarker(ms[0][0].Properties)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), mk.Epoch)
+	for _, k := range fromC1 {
+		got := byValue(fake, "c3", k, "2")
+		require.Len(t, got, 1, k)
+		assert.Equal(t, originOf(ms[0][0]), got[0].Properties[router.PropFrom], k)
+	}
+}
