@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/keyroute/keyroute"
 	"github.com/keyroute/keyroute/router"
 	"github.com/keyroute/keyroute/topology"
 )
@@ -150,7 +151,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		return nil, err
 	}
 	if c.clients != nil {
-		detach, err := c.clients.Attach(func() { _ = p.Close(context.Background()) })
+		detach, err := c.clients.AttachUser(keyroute.User{Close: func() { _ = p.Close(context.Background()) }, Update: p.Update})
 		if err != nil {
 			_ = p.Close(ctx)
 			return nil, err

@@ -132,7 +132,9 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 	var err error
 	closeClient := func() {}
 	if wc.clients != nil {
-		client, err = wc.clients.Client(cl.Name)
+		// Acquired, so that a Clients.Update that removes or replaces the
+		// cluster closes its client only once this link is closed.
+		client, closeClient, err = wc.clients.Acquire(cl.Name)
 	} else {
 		client, err = keyroute.Open(cl, wc.transactions, wc.memoryLimit, wc.logger, wc.configure)
 		if err == nil {
