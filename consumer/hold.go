@@ -1,0 +1,703 @@
+package consumer
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/keyroute/keyroute/router"
+)
+
+// The reader's side of the hand-over of moving keys (router/HANDOVER.md,
+// section 6). Every message taken from a cluster's channel passes admit
+// before it is handed to the caller:
+//
+//   - A message without keyroute-pid while nothing is held (the steady
+//     path) costs one look-up in its properties when it has any, and a
+//     store of its position as its partition's delivered frontier (one
+//     atomic word per partition: see pack).
+//   - Anything else goes through the holder, under its lock: a marker is
+//     taken (never delivered) and acknowledged once within its
+//     partition's frontier; a moved message whose origin has not passed
+//     is held, and so is every later message of its slot from its
+//     partition (one queue per partition and slot); a frontier that
+//     advances releases the queues waiting on it, their messages going to
+//     ready, which takes serve before the clusters' channels.
+//
+// Holds are bounded by HoldTimeout (checked as messages come and by the
+// monitor) and MaxHeld, and each forced release is reported. A Shared
+// subscription holds nothing: it only takes and acknowledges markers.
+//
+// The rule orders a partition's messages as one reader takes them: the
+// frontier is exact for one goroutine taking (Receive, ReceiveBatch,
+// ReceiveInto or Chan), as a partition's order is. Goroutines taking at
+// the same time split a partition's messages with no order between them,
+// hold or not.
+
+// holder is the Consumer's hand-over state.
+type holder struct {
+	c     *Consumer
+	track bool // the subscription type follows the rule (all but Shared)
+	max   int
+	obs   HandoverObserver // nil: none
+	// wake gets a token when released messages wait in ready, to end a
+	// wait on the clusters' channels (see wait).
+	wake chan struct{}
+
+	// busy counts the messages held and released but not yet taken: while
+	// it is 0, a message without hand-over properties takes the steady
+	// path.
+	busy atomic.Int64
+
+	mu      sync.Mutex
+	timeout time.Duration
+	now     func() time.Time
+	parts   map[partKey]*partState
+	queues  map[slotKey]*queue
+	waiting map[partKey]map[*queue]struct{} // queues whose head waits on the partition's frontier
+	ready   []*entry                        // released, in release order, taken from the front
+	held    int                             // messages in queues
+	seq     uint64
+	oldest  time.Time // at or before the receipt of the oldest held message; zero when none is
+	forced  map[router.Origin]struct{}
+	work    []partKey // partitions whose frontier advanced, to settle
+	acks    []*entry  // markers to acknowledge once the lock is released
+	events  []HandoverEvent
+}
+
+// maxForced bounds the origins remembered as forced.
+const maxForced = 4096
+
+// partKey names a partition of a cluster.
+type partKey struct {
+	k *cluster
+	p int32
+}
+
+// slotKey names a hold queue: a partition and a slot.
+type slotKey struct {
+	partKey
+	slot uint16
+}
+
+// partState is what the holder keeps of one partition beyond its
+// frontier word.
+type partState struct {
+	// held are the partition's messages taken but not yet delivered, in
+	// receipt order (the front is popped once released).
+	held []*entry
+	// last is the highest position taken from the partition while held
+	// is not empty (the frontier stands for it otherwise).
+	last    router.Position
+	hasLast bool
+	full    router.Position // the frontier when its word is packOverflow
+	markers []*entry        // taken markers outside the frontier, in receipt order
+}
+
+// queue is the hold queue of one partition and slot.
+type queue struct {
+	key    slotKey
+	items  []*entry
+	waitOn partKey // the partition its head waits on; zero when none
+}
+
+// entry is a message the holder took: a held message or a marker.
+type entry struct {
+	raw      pulsar.Message
+	k        *cluster
+	pk       partKey
+	pos      router.Position
+	prev     router.Position // the partition's last position before it
+	hasPrev  bool
+	slot     int
+	tag      router.Tag // its origins shrink as they pass
+	since    time.Time
+	seq      uint64
+	released bool
+}
+
+// clusterHold is a cluster's part of the hand-over state: its partitions'
+// frontiers and its counters for Health.
+type clusterHold struct {
+	front atomic.Pointer[frontTable]
+
+	held      atomic.Int64 // messages held now
+	heldTotal atomic.Uint64
+	markers   atomic.Uint64
+	forced    atomic.Uint64
+	unordered atomic.Uint64
+	bad       atomic.Uint64
+}
+
+// frontTable holds one packed frontier per partition index; it only
+// grows (a copy replaces it, under the holder's lock).
+type frontTable struct{ p []atomic.Uint64 }
+
+// A frontier word packs a position as valid bit, 30 bits of ledger, 20 of
+// entry and 13 of batch index + 1, so that words compare as positions do.
+// 0 is no frontier; a position that does not fit is kept in partState.full
+// with the word packOverflow, which sends the partition's messages to the
+// holder.
+const (
+	packValid    = 1 << 63
+	packOverflow = ^uint64(0)
+)
+
+func pack(ledger, entry int64, batch int32) (uint64, bool) {
+	if uint64(ledger) >= 1<<30 || uint64(entry) >= 1<<20 || batch < -1 || batch >= 1<<13-1 {
+		return 0, false
+	}
+	return packValid | uint64(ledger)<<33 | uint64(entry)<<13 | uint64(batch+1), true
+}
+
+func unpack(v uint64) router.Position {
+	return router.Position{Ledger: int64(v >> 33 & (1<<30 - 1)), Entry: int64(v >> 13 & (1<<20 - 1)), Batch: int32(v&(1<<13-1)) - 1}
+}
+
+func (h *holder) init(c *Consumer) {
+	h.c = c
+	h.track = c.cfg.subType != Shared
+	h.timeout, h.max = c.cfg.holdTimeout, c.cfg.maxHeld
+	h.obs, _ = c.cfg.observer.(HandoverObserver)
+	h.now = time.Now
+	h.wake = make(chan struct{}, 1)
+	h.reset()
+}
+
+// reset forgets every hold, frontier and marker: a seek moves the
+// subscription, and what was taken before comes again.
+func (h *holder) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for pk := range h.parts {
+		pk.k.hold.held.Store(0)
+		pk.k.hold.front.Store(nil)
+	}
+	h.parts = map[partKey]*partState{}
+	h.queues = map[slotKey]*queue{}
+	h.waiting = map[partKey]map[*queue]struct{}{}
+	h.forced = map[router.Origin]struct{}{}
+	h.ready, h.held, h.oldest, h.work, h.acks, h.events = nil, 0, time.Time{}, nil, nil, nil
+	h.busy.Store(0)
+}
+
+// admit says whether raw, taken from k, is handed to the caller now; when
+// false the holder took it (a marker, or a held message).
+func (c *Consumer) admit(raw pulsar.Message, k *cluster) bool {
+	h := &c.hold
+	if props := raw.Properties(); len(props) != 0 {
+		if _, ok := props[router.PropProducer]; ok { // markers have it too
+			return h.admit(raw, k)
+		}
+	}
+	if !h.track {
+		return true
+	}
+	if h.busy.Load() != 0 {
+		return h.admit(raw, k)
+	}
+	id := raw.ID()
+	pi := max(0, id.PartitionIdx())
+	t := k.hold.front.Load()
+	if t == nil || uint32(pi) >= uint32(len(t.p)) {
+		return h.admit(raw, k)
+	}
+	v, ok := pack(id.LedgerID(), id.EntryID(), id.BatchIdx())
+	if !ok {
+		return h.admit(raw, k)
+	}
+	f := &t.p[pi]
+	if cur := f.Load(); v > cur {
+		f.Store(v)
+	} else if cur == packOverflow {
+		return h.admit(raw, k)
+	}
+	if h.busy.Load() != 0 { // a hold began on another goroutine meanwhile
+		h.advanced(partKey{k, pi})
+	}
+	return true
+}
+
+// advanced settles the queues waiting on pk after a frontier store of
+// the steady path.
+func (h *holder) advanced(pk partKey) {
+	h.mu.Lock()
+	h.work = append(h.work, pk)
+	h.settle()
+	h.unlock()
+}
+
+// admit is the holder's part of Consumer.admit.
+func (h *holder) admit(raw pulsar.Message, k *cluster) bool {
+	h.mu.Lock()
+	pass := h.take(raw, k)
+	h.settle()
+	h.unlock()
+	return pass
+}
+
+// unlock releases the lock, then acknowledges the markers that came
+// within their frontier, reports the events and wakes a waiting take
+// when released messages wait.
+func (h *holder) unlock() {
+	acks, events, ready := h.acks, h.events, len(h.ready) > 0
+	h.acks, h.events = nil, nil
+	h.mu.Unlock()
+	for _, e := range acks {
+		h.c.ackMarker(e.k, e.raw)
+	}
+	if h.obs != nil {
+		for _, ev := range events {
+			h.obs.OnHandover(ev)
+		}
+	}
+	if ready {
+		h.signal()
+	}
+}
+
+func (h *holder) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take applies the rule to raw under the lock.
+func (h *holder) take(raw pulsar.Message, k *cluster) bool {
+	id := raw.ID()
+	pk := partKey{k, max(0, id.PartitionIdx())}
+	e := &entry{raw: raw, k: k, pk: pk, pos: router.Position{Ledger: id.LedgerID(), Entry: id.EntryID(), Batch: id.BatchIdx()}, slot: -1}
+	now := h.now()
+	h.expire(now)
+	props := raw.Properties()
+	if key := raw.Key(); key != "" {
+		e.slot = router.Slot(router.Hash(key))
+	}
+	if _, ok := props[router.PropMarker]; ok {
+		_, _, err := router.ParseMarker(props)
+		if err == nil {
+			h.marker(e)
+			return false
+		}
+		h.report(e, HandoverBad, err)
+	} else if _, ok := props[router.PropProducer]; ok {
+		tag, _, err := router.ParseTag(props)
+		switch {
+		case err != nil:
+			h.report(e, HandoverBad, err)
+		default:
+			e.tag = tag
+			if tag.Unordered {
+				k.hold.unordered.Add(1)
+				h.report(e, HandoverUnordered, nil)
+			}
+		}
+	}
+	if !h.track {
+		return true
+	}
+	ps := h.part(pk)
+	if e.slot >= 0 {
+		e.tag.From = h.readable(e)
+		sk := slotKey{pk, uint16(e.slot)}
+		q := h.queues[sk]
+		if q == nil {
+			_, held := h.blocking(e)
+			if !held {
+				h.deliver(ps, pk, e.pos)
+				return true
+			}
+		}
+		e.since, e.seq = now, h.seq
+		h.seq++
+		h.hold(ps, sk, q, e)
+		return false
+	}
+	h.deliver(ps, pk, e.pos)
+	return true
+}
+
+// readable returns e's origins but those on clusters the Consumer does
+// not read, which cannot pass: e is not held for them, and each is
+// reported (HANDOVER.md, section 6.4).
+func (h *holder) readable(e *entry) []router.Origin {
+	from := e.tag.From[:0:0]
+	for _, o := range e.tag.From {
+		if h.c.byName[o.Cluster] == nil {
+			e.k.hold.forced.Add(1)
+			h.event(e, HandoverUnread, o, 1, 0)
+			continue
+		}
+		if _, forced := h.forced[o]; !forced {
+			from = append(from, o)
+		}
+	}
+	return from
+}
+
+// report records an event of one message without an origin.
+func (h *holder) report(e *entry, kind HandoverKind, err error) {
+	if kind == HandoverBad {
+		e.k.hold.bad.Add(1)
+	}
+	h.event(e, kind, router.Origin{}, 1, 0)
+	h.events[len(h.events)-1].Err = err
+}
+
+func (h *holder) event(e *entry, kind HandoverKind, o router.Origin, n int, held time.Duration) {
+	ev := HandoverEvent{Kind: kind, Cluster: e.k.name, Partition: int(e.pk.p), Slot: e.slot, Producer: e.tag.Producer,
+		Epoch: e.tag.Epoch, Origin: o, Messages: n, Held: held}
+	if o.Cluster != "" {
+		if k := h.c.byName[o.Cluster]; k != nil {
+			ps := h.parts[partKey{k, o.Partition}]
+			_, ev.OriginSeen = h.frontier(partKey{k, o.Partition}, ps)
+		}
+	}
+	h.events = append(h.events, ev)
+}
+
+// part returns pk's state, making it (and room in the cluster's frontier
+// table) the first time.
+func (h *holder) part(pk partKey) *partState {
+	ps := h.parts[pk]
+	if ps != nil {
+		return ps
+	}
+	ps = &partState{}
+	h.parts[pk] = ps
+	t := pk.k.hold.front.Load()
+	if t == nil || int(pk.p) >= len(t.p) {
+		n := max(8, int(pk.p)+1)
+		if t != nil {
+			n = max(n, 2*len(t.p))
+		}
+		nt := &frontTable{p: make([]atomic.Uint64, n)}
+		if t != nil {
+			for i := range t.p {
+				nt.p[i].Store(t.p[i].Load())
+			}
+		}
+		pk.k.hold.front.Store(nt)
+	}
+	return ps
+}
+
+// frontier returns pk's delivered frontier; ok is false while nothing of
+// pk was taken. ps may be nil.
+func (h *holder) frontier(pk partKey, ps *partState) (router.Position, bool) {
+	t := pk.k.hold.front.Load()
+	if t == nil || int(pk.p) >= len(t.p) {
+		return router.Position{}, false
+	}
+	switch v := t.p[pk.p].Load(); {
+	case v == 0:
+		return router.Position{}, false
+	case v == packOverflow && ps != nil:
+		return ps.full, true
+	default:
+		return unpack(v), true
+	}
+}
+
+// raise moves pk's frontier up to pos (never down: a redelivery comes
+// below it) and queues pk to settle when it moved.
+func (h *holder) raise(pk partKey, ps *partState, pos router.Position) {
+	cur, ok := h.frontier(pk, ps)
+	if ok && pos.Compare(cur) <= 0 {
+		return
+	}
+	w := &pk.k.hold.front.Load().p[pk.p]
+	if v, fits := pack(pos.Ledger, pos.Entry, pos.Batch); fits && w.Load() != packOverflow {
+		w.Store(v)
+	} else {
+		ps.full = pos
+		w.Store(packOverflow)
+	}
+	h.work = append(h.work, pk)
+}
+
+// deliver records a message of pk handed over (or a marker taken).
+func (h *holder) deliver(ps *partState, pk partKey, pos router.Position) {
+	if len(ps.held) > 0 {
+		if !ps.hasLast || pos.Compare(ps.last) > 0 {
+			ps.last = pos
+		}
+		return
+	}
+	h.raise(pk, ps, pos)
+}
+
+// marker takes a marker: it counts as delivered, and is acknowledged once
+// within the frontier (at once on a Shared subscription).
+func (h *holder) marker(e *entry) {
+	e.k.hold.markers.Add(1)
+	if !h.track {
+		h.acks = append(h.acks, e)
+		return
+	}
+	ps := h.part(e.pk)
+	h.deliver(ps, e.pk, e.pos)
+	ps.markers = append(ps.markers, e)
+	h.ackWithin(e.pk, ps)
+}
+
+// ackWithin queues the acknowledgement of pk's markers within its
+// frontier.
+func (h *holder) ackWithin(pk partKey, ps *partState) {
+	f, ok := h.frontier(pk, ps)
+	if !ok {
+		return
+	}
+	keep := ps.markers[:0]
+	for _, m := range ps.markers {
+		if m.pos.Compare(f) <= 0 {
+			h.acks = append(h.acks, m)
+		} else {
+			keep = append(keep, m)
+		}
+	}
+	clear(ps.markers[len(keep):])
+	ps.markers = keep
+}
+
+// hold queues e behind q (a new queue when q is nil).
+func (h *holder) hold(ps *partState, sk slotKey, q *queue, e *entry) {
+	if len(ps.held) == 0 {
+		e.prev, e.hasPrev = h.frontier(sk.partKey, ps)
+	} else {
+		e.prev, e.hasPrev = ps.last, ps.hasLast
+	}
+	ps.held = append(ps.held, e)
+	if !ps.hasLast || e.pos.Compare(ps.last) > 0 {
+		ps.last, ps.hasLast = e.pos, true
+	}
+	h.held++
+	h.busy.Add(1)
+	e.k.hold.held.Add(1)
+	e.k.hold.heldTotal.Add(1)
+	if h.oldest.IsZero() {
+		h.oldest = e.since
+	}
+	if q != nil {
+		q.items = append(q.items, e)
+	} else {
+		q = &queue{key: sk, items: []*entry{e}}
+		h.queues[sk] = q
+		h.drain(q)
+	}
+	for h.held > h.max {
+		h.forceOldest()
+	}
+}
+
+// drain delivers q's messages from its head while their origins have
+// passed, and leaves q waiting on the first that has not.
+func (h *holder) drain(q *queue) {
+	h.unwait(q)
+	for len(q.items) > 0 {
+		e := q.items[0]
+		if o, ok := h.blocking(e); ok {
+			pk := partKey{h.c.byName[o.Cluster], o.Partition}
+			q.waitOn = pk
+			if h.waiting[pk] == nil {
+				h.waiting[pk] = map[*queue]struct{}{}
+			}
+			h.waiting[pk][q] = struct{}{}
+			return
+		}
+		q.items[0] = nil
+		q.items = q.items[1:]
+		h.release(e)
+	}
+	delete(h.queues, q.key)
+}
+
+func (h *holder) unwait(q *queue) {
+	if q.waitOn.k == nil {
+		return
+	}
+	if w := h.waiting[q.waitOn]; w != nil {
+		delete(w, q)
+		if len(w) == 0 {
+			delete(h.waiting, q.waitOn)
+		}
+	}
+	q.waitOn = partKey{}
+}
+
+// blocking returns e's first origin that has not passed, dropping those
+// that have.
+func (h *holder) blocking(e *entry) (router.Origin, bool) {
+	for len(e.tag.From) > 0 {
+		o := e.tag.From[0]
+		k := h.c.byName[o.Cluster]
+		if _, forced := h.forced[o]; !forced && k != nil {
+			pk := partKey{k, o.Partition}
+			f, ok := h.frontier(pk, h.parts[pk])
+			if !ok || f.Compare(o.Pos) < 0 {
+				return o, true
+			}
+		}
+		e.tag.From = e.tag.From[1:]
+	}
+	return router.Origin{}, false
+}
+
+// release moves a held message to ready, and its partition's frontier up
+// to the next message still held.
+func (h *holder) release(e *entry) {
+	e.released = true
+	h.ready = append(h.ready, e)
+	h.held--
+	e.k.hold.held.Add(-1)
+	ps := h.parts[e.pk]
+	i := 0
+	for i < len(ps.held) && ps.held[i].released {
+		i++
+	}
+	if i == 0 {
+		return
+	}
+	clear(ps.held[:i])
+	ps.held = ps.held[i:]
+	if len(ps.held) == 0 {
+		ps.held = nil
+		h.raise(e.pk, ps, ps.last)
+		ps.hasLast = false
+	} else if p := ps.held[0]; p.hasPrev {
+		h.raise(e.pk, ps, p.prev)
+	}
+	h.ackWithin(e.pk, ps)
+}
+
+// settle drains the queues waiting on every partition whose frontier
+// advanced, until no frontier moves.
+func (h *holder) settle() {
+	for len(h.work) > 0 {
+		pk := h.work[len(h.work)-1]
+		h.work = h.work[:len(h.work)-1]
+		if ps := h.parts[pk]; ps != nil {
+			h.ackWithin(pk, ps)
+		}
+		qs := h.waiting[pk]
+		delete(h.waiting, pk)
+		for q := range qs {
+			q.waitOn = partKey{}
+			h.drain(q)
+		}
+	}
+	if h.held == 0 {
+		h.oldest = time.Time{}
+	}
+}
+
+// expire releases every hold older than the timeout.
+func (h *holder) expire(now time.Time) {
+	if h.held == 0 || now.Sub(h.oldest) < h.timeout {
+		return
+	}
+	oldest := time.Time{}
+	for _, q := range h.queues {
+		since := q.items[0].since
+		if now.Sub(since) >= h.timeout {
+			h.force(q, HandoverTimeout, now)
+		} else if oldest.IsZero() || since.Before(oldest) {
+			oldest = since
+		}
+	}
+	h.oldest = oldest
+}
+
+// forceOldest releases the queue of the oldest held message.
+func (h *holder) forceOldest() {
+	var old *queue
+	for _, q := range h.queues {
+		if old == nil || q.items[0].seq < old.items[0].seq {
+			old = q
+		}
+	}
+	h.force(old, HandoverLimit, h.now())
+}
+
+// force delivers q whole, in order, and reports it naming its head's
+// origin that had not passed; later messages owing that origin are not
+// held for it.
+func (h *holder) force(q *queue, kind HandoverKind, now time.Time) {
+	h.unwait(q)
+	head := q.items[0]
+	o, _ := h.blocking(head)
+	h.event(head, kind, o, len(q.items), now.Sub(head.since))
+	if o.Cluster != "" {
+		if len(h.forced) >= maxForced {
+			clear(h.forced)
+		}
+		h.forced[o] = struct{}{}
+	}
+	for i, e := range q.items {
+		e.k.hold.forced.Add(1)
+		h.release(e)
+		q.items[i] = nil
+	}
+	q.items = nil
+	delete(h.queues, q.key)
+}
+
+// tick releases the holds older than the timeout; the monitor calls it.
+func (h *holder) tick() {
+	if h.busy.Load() == 0 {
+		return
+	}
+	h.mu.Lock()
+	h.expire(h.now())
+	h.settle()
+	h.unlock()
+}
+
+// pop returns the first released message not yet taken.
+func (h *holder) pop() (pulsar.Message, *cluster, bool) {
+	h.mu.Lock()
+	if len(h.ready) == 0 {
+		h.mu.Unlock()
+		return nil, nil, false
+	}
+	e := h.ready[0]
+	h.ready[0] = nil
+	h.ready = h.ready[1:]
+	more := len(h.ready) > 0
+	h.mu.Unlock()
+	h.busy.Add(-1)
+	if more {
+		h.signal()
+	}
+	return e.raw, e.k, true
+}
+
+// ackMarker acknowledges a marker on its cluster. Under AckWithResponse
+// the acknowledgement is sent from a goroutine of its own, so that a
+// take never waits for a broker.
+func (c *Consumer) ackMarker(k *cluster, raw pulsar.Message) {
+	if !c.cfg.ackWithResponse {
+		_ = k.link.stream.Ack(raw) // one that fails comes again, and is taken again
+		return
+	}
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		return
+	}
+	c.acks.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.acks.Done()
+		_ = k.link.stream.Ack(raw)
+	}()
+}
+
+// health fills h's hand-over counters.
+func (ch *clusterHold) health(h *ClusterHealth) {
+	h.Held, h.HeldTotal, h.Markers = ch.held.Load(), ch.heldTotal.Load(), ch.markers.Load()
+	h.ForcedReleases, h.Unordered, h.BadHandover = ch.forced.Load(), ch.unordered.Load(), ch.bad.Load()
+}
