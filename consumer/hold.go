@@ -17,7 +17,7 @@ import (
 //   - A message without keyroute-pid while nothing is held (the steady
 //     path) costs one look-up in its properties when it has any, and a
 //     store of its position as its partition's delivered frontier (one
-//     atomic word per partition: see pack).
+//     atomic word per partition: see front).
 //   - Anything else goes through the holder, under its lock: a marker is
 //     taken (never delivered) and acknowledged once within its
 //     partition's frontier; a moved message whose origin has not passed
@@ -131,29 +131,37 @@ type clusterHold struct {
 	bad       atomic.Uint64
 }
 
-// frontTable holds one packed frontier per partition index; it only
-// grows (a copy replaces it, under the holder's lock).
-type frontTable struct{ p []atomic.Uint64 }
+// frontTable holds one frontier per partition index; it only grows (a
+// copy replaces it, under the holder's lock).
+type frontTable struct{ p []front }
 
-// A frontier word packs a position as valid bit, 30 bits of ledger, 20 of
-// entry and 13 of batch index + 1, so that words compare as positions do.
-// 0 is no frontier; a position that does not fit is kept in partState.full
-// with the word packOverflow, which sends the partition's messages to the
-// holder.
+// front is a partition's delivered frontier: word packs a position as a
+// valid bit, 8 bits of ledger above base, 41 bits of entry and 14 of
+// batch index + 1, so that words of one base compare as positions do. A
+// new ledger past base+255 (ledger ids are drawn cluster-wide, so a
+// partition's next ledger can be far) goes to the holder, which moves
+// base. 0 is no frontier; a position that does not fit otherwise is kept
+// in partState.full with the word packOverflow.
+type front struct {
+	word atomic.Uint64
+	base atomic.Int64
+}
+
 const (
 	packValid    = 1 << 63
 	packOverflow = ^uint64(0)
 )
 
-func pack(ledger, entry int64, batch int32) (uint64, bool) {
-	if uint64(ledger) >= 1<<30 || uint64(entry) >= 1<<20 || batch < -1 || batch >= 1<<13-1 {
+// pack packs a position whose ledger is delta above its base.
+func pack(delta, entry int64, batch int32) (uint64, bool) {
+	if uint64(delta) >= 1<<8 || uint64(entry) >= 1<<41 || batch < -1 || batch >= 1<<14-1 {
 		return 0, false
 	}
-	return packValid | uint64(ledger)<<33 | uint64(entry)<<13 | uint64(batch+1), true
+	return packValid | uint64(delta)<<55 | uint64(entry)<<14 | uint64(batch+1), true
 }
 
-func unpack(v uint64) router.Position {
-	return router.Position{Ledger: int64(v >> 33 & (1<<30 - 1)), Entry: int64(v >> 13 & (1<<20 - 1)), Batch: int32(v&(1<<13-1)) - 1}
+func unpack(v uint64, base int64) router.Position {
+	return router.Position{Ledger: base + int64(v>>55&(1<<8-1)), Entry: int64(v >> 14 & (1<<41 - 1)), Batch: int32(v&(1<<14-1)) - 1}
 }
 
 func (h *holder) init(c *Consumer) {
@@ -204,13 +212,13 @@ func (c *Consumer) admit(raw pulsar.Message, k *cluster) bool {
 	if t == nil || uint32(pi) >= uint32(len(t.p)) {
 		return h.admit(raw, k)
 	}
-	v, ok := pack(id.LedgerID(), id.EntryID(), id.BatchIdx())
+	f := &t.p[pi]
+	v, ok := pack(id.LedgerID()-f.base.Load(), id.EntryID(), id.BatchIdx())
 	if !ok {
 		return h.admit(raw, k)
 	}
-	f := &t.p[pi]
-	if cur := f.Load(); v > cur {
-		f.Store(v)
+	if cur := f.word.Load(); v > cur {
+		f.word.Store(v)
 	} else if cur == packOverflow {
 		return h.admit(raw, k)
 	}
@@ -374,10 +382,11 @@ func (h *holder) part(pk partKey) *partState {
 		if t != nil {
 			n = max(n, 2*len(t.p))
 		}
-		nt := &frontTable{p: make([]atomic.Uint64, n)}
+		nt := &frontTable{p: make([]front, n)}
 		if t != nil {
 			for i := range t.p {
-				nt.p[i].Store(t.p[i].Load())
+				nt.p[i].base.Store(t.p[i].base.Load())
+				nt.p[i].word.Store(t.p[i].word.Load())
 			}
 		}
 		pk.k.hold.front.Store(nt)
@@ -392,13 +401,14 @@ func (h *holder) frontier(pk partKey, ps *partState) (router.Position, bool) {
 	if t == nil || int(pk.p) >= len(t.p) {
 		return router.Position{}, false
 	}
-	switch v := t.p[pk.p].Load(); {
+	f := &t.p[pk.p]
+	switch v := f.word.Load(); {
 	case v == 0:
 		return router.Position{}, false
 	case v == packOverflow && ps != nil:
 		return ps.full, true
 	default:
-		return unpack(v), true
+		return unpack(v, f.base.Load()), true
 	}
 }
 
@@ -409,12 +419,15 @@ func (h *holder) raise(pk partKey, ps *partState, pos router.Position) {
 	if ok && pos.Compare(cur) <= 0 {
 		return
 	}
-	w := &pk.k.hold.front.Load().p[pk.p]
-	if v, fits := pack(pos.Ledger, pos.Entry, pos.Batch); fits && w.Load() != packOverflow {
-		w.Store(v)
+	f := &pk.k.hold.front.Load().p[pk.p]
+	if v, fits := pack(pos.Ledger-f.base.Load(), pos.Entry, pos.Batch); fits {
+		f.word.Store(v)
+	} else if v, fits := pack(0, pos.Entry, pos.Batch); fits {
+		f.base.Store(pos.Ledger)
+		f.word.Store(v)
 	} else {
 		ps.full = pos
-		w.Store(packOverflow)
+		f.word.Store(packOverflow)
 	}
 	h.work = append(h.work, pk)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -465,22 +466,139 @@ func TestHoldSeekForgetsHolds(t *testing.T) {
 	assert.Equal(t, []string{"after seek"}, recv(t, c, 1), "no queue left for the slot")
 }
 
-// The frontier word orders positions as Position.Compare does, and
-// keeps them exactly; a position too large for it does not pack.
+// The frontier word orders positions of one base as Position.Compare
+// does, and keeps them exactly; a position too far from the base does
+// not pack.
 func TestHoldFrontierWord(t *testing.T) {
-	ps := []router.Position{{Ledger: 0, Entry: 0, Batch: -1}, {Ledger: 0, Entry: 0, Batch: 0}, {Ledger: 0, Entry: 1, Batch: -1},
-		{Ledger: 1, Entry: 0, Batch: 8190}, {Ledger: 1, Entry: 1<<20 - 1, Batch: 5}, {Ledger: 1<<30 - 1, Entry: 0, Batch: -1}}
+	const base = 1 << 40
+	ps := []router.Position{{Ledger: base, Entry: 0, Batch: -1}, {Ledger: base, Entry: 0, Batch: 0}, {Ledger: base, Entry: 1, Batch: -1},
+		{Ledger: base + 1, Entry: 0, Batch: 16382}, {Ledger: base + 1, Entry: 1<<41 - 1, Batch: 5}, {Ledger: base + 255, Entry: 0, Batch: -1}}
 	for i, p := range ps {
-		v, ok := consumer.Pack(p.Ledger, p.Entry, p.Batch)
+		v, ok := consumer.Pack(p.Ledger-base, p.Entry, p.Batch)
 		require.True(t, ok, p)
-		assert.Equal(t, p, consumer.Unpack(v))
+		assert.Equal(t, p, consumer.Unpack(v, base))
 		for _, q := range ps[:i] {
-			w, _ := consumer.Pack(q.Ledger, q.Entry, q.Batch)
+			w, _ := consumer.Pack(q.Ledger-base, q.Entry, q.Batch)
 			assert.Less(t, w, v, "%v before %v", q, p)
 		}
 	}
-	for _, p := range []router.Position{{Ledger: 1 << 30}, {Entry: 1 << 20}, {Batch: 8191}, {Ledger: -1}, {Batch: -2}} {
+	for _, p := range []router.Position{{Ledger: 256}, {Entry: 1 << 41}, {Batch: 16383}, {Ledger: -1}, {Batch: -2}} {
 		_, ok := consumer.Pack(p.Ledger, p.Entry, p.Batch)
 		assert.False(t, ok, p)
+	}
+}
+
+// idAt is a fake message id at any position.
+type idAt struct {
+	fakeID
+	pos router.Position
+}
+
+func (i idAt) LedgerID() int64 { return i.pos.Ledger }
+func (i idAt) EntryID() int64  { return i.pos.Entry }
+func (i idAt) BatchIdx() int32 { return i.pos.Batch }
+
+type msgAt struct {
+	fakeMsg
+	at idAt
+}
+
+func (m *msgAt) ID() pulsar.MessageID { return &m.at }
+
+// pushAt queues a message at pos on partition part.
+func (s *fakeStream) pushAt(part int32, pos router.Position, key, value string, props map[string]string) {
+	s.ch <- pulsar.ConsumerMessage{Message: &msgAt{fakeMsg: fakeMsg{key: key, value: []byte(value), props: props, publish: time.Now()},
+		at: idAt{fakeID: fakeID{part: part}, pos: pos}}}
+}
+
+// Frontiers follow a partition across ledgers far apart (ledger ids are
+// drawn cluster-wide), entries and batch indexes beyond the packed word's
+// range, and ignore a redelivery below them.
+func TestHoldFrontierAcrossLedgers(t *testing.T) {
+	bed := newFakeBed(32)
+	c := newConsumer(t, bed, 2)
+	s1, s2 := bed.stream("c1"), bed.stream("c2")
+	other := otherSlot("k")
+	for i, o := range []router.Position{{Ledger: 9_000_001, Entry: 3, Batch: 2}, {Ledger: 9_000_002, Entry: 1 << 45, Batch: -1}, {Ledger: 9_000_003, Entry: 0, Batch: 20000}} {
+		s1.pushAt(0, router.Position{Ledger: 4_000_000, Entry: 7, Batch: -1}, other, "old", nil)
+		s2.pushMoved(0, "k", fmt.Sprint("moved", i), pid, 1, origin("c1", 0, o))
+		assert.Equal(t, []string{"old"}, recv(t, c, 1), "moved %d held", i)
+		none(t, c)
+		before := router.Position{Ledger: o.Ledger, Entry: o.Entry, Batch: o.Batch - 1}
+		if o.Batch == -1 {
+			before = router.Position{Ledger: o.Ledger, Entry: o.Entry - 1, Batch: -1}
+		}
+		s1.pushAt(0, before, other, "just before", nil)
+		assert.Equal(t, []string{"just before"}, recv(t, c, 1))
+		none(t, c)
+		s1.pushAt(0, o, other, "at", nil)
+		assert.Equal(t, []string{"at", fmt.Sprint("moved", i)}, recv(t, c, 2))
+	}
+}
+
+// BenchmarkReceiveInto measures the Consumer's own CPU per message with
+// nothing else running: rounds of messages already in the fake streams of
+// n clusters (queued with the timer stopped, each at a new position, so
+// that each moves its partition's frontier),
+// taken with ReceiveInto and acknowledged. "props" messages carry two
+// application properties, which the hand-over's check looks into.
+func BenchmarkReceiveInto(b *testing.B) {
+	for _, n := range []int{1, 5} {
+		for _, withProps := range []bool{false, true} {
+			name := clusters(n)
+			if withProps {
+				name += "/props"
+			}
+			b.Run(name, func(b *testing.B) {
+				ctx := context.Background()
+				const round = 4096
+				bed := newFakeBed(round)
+				c, err := consumer.New(ctx, topo(n), consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close(ctx)
+				var props map[string]string
+				if withProps {
+					props = map[string]string{"trace": "abc", "tenant": "t1"}
+				}
+				streams := make([]*fakeStream, n)
+				for i, cl := range topo(n).Clusters {
+					streams[i] = bed.stream(cl.Name)
+					streams[i].quiet = true
+				}
+				msgs := make([]*fakeMsg, round)
+				for i := range msgs {
+					msgs[i] = &fakeMsg{id: fakeID{part: int32(i / n % 4)}, key: "k", value: []byte("v"), props: props}
+				}
+				buf := make([]consumer.Message, 64)
+				entry := int64(0)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for left := b.N; left > 0; {
+					b.StopTimer()
+					k := min(left, round)
+					for i, m := range msgs[:k] {
+						entry++
+						m.id.entry = entry
+						streams[i%n].ch <- pulsar.ConsumerMessage{Message: m}
+					}
+					b.StartTimer()
+					for got := 0; got < k; {
+						nn, err := c.ReceiveInto(ctx, buf)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for i := range buf[:nn] {
+							if err := c.Ack(ctx, &buf[i]); err != nil {
+								b.Fatal(err)
+							}
+						}
+						got += nn
+					}
+					left -= k
+				}
+			})
+		}
 	}
 }
