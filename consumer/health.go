@@ -42,9 +42,12 @@ type ClusterHealth struct {
 	// owed passed (HoldTimeout, MaxHeld, an origin on a cluster not read);
 	// Unordered counts the moved messages their producer sent without an
 	// origin it owed; BadHandover counts the messages whose keyroute-
-	// properties did not follow HANDOVER.md (delivered as they are). See
-	// HandoverObserver for each forced release.
+	// properties did not follow HANDOVER.md (delivered as they are);
+	// HoldTime sums the time the released messages were held (HoldTime /
+	// HeldTotal is the mean delay a hold added). See HandoverObserver for
+	// each forced release.
 	Held                                                       int64
+	HoldTime                                                   time.Duration
 	HeldTotal, Markers, ForcedReleases, Unordered, BadHandover uint64
 }
 

@@ -54,6 +54,7 @@ type holder struct {
 	mu      sync.Mutex
 	timeout time.Duration
 	now     func() time.Time
+	t       time.Time // now, read once per operation under the lock
 	parts   map[partKey]*partState
 	queues  map[slotKey]*queue
 	waiting map[partKey]map[*queue]struct{} // queues whose head waits on the partition's frontier
@@ -125,6 +126,7 @@ type clusterHold struct {
 
 	held      atomic.Int64 // messages held now
 	heldTotal atomic.Uint64
+	heldFor   atomic.Int64 // ns, summed over the messages released
 	markers   atomic.Uint64
 	forced    atomic.Uint64
 	unordered atomic.Uint64
@@ -232,6 +234,7 @@ func (c *Consumer) admit(raw pulsar.Message, k *cluster) bool {
 // the steady path.
 func (h *holder) advanced(pk partKey) {
 	h.mu.Lock()
+	h.t = h.now()
 	h.work = append(h.work, pk)
 	h.settle()
 	h.unlock()
@@ -277,9 +280,11 @@ func (h *holder) signal() {
 func (h *holder) take(raw pulsar.Message, k *cluster) bool {
 	id := raw.ID()
 	pk := partKey{k, max(0, id.PartitionIdx())}
-	e := &entry{raw: raw, k: k, pk: pk, pos: router.Position{Ledger: id.LedgerID(), Entry: id.EntryID(), Batch: id.BatchIdx()}, slot: -1}
-	now := h.now()
-	h.expire(now)
+	// e stays on the stack unless the holder keeps it (a marker, a held
+	// message): a copy goes to the heap then.
+	e := entry{raw: raw, k: k, pk: pk, pos: router.Position{Ledger: id.LedgerID(), Entry: id.EntryID(), Batch: id.BatchIdx()}, slot: -1}
+	h.t = h.now()
+	h.expire(h.t)
 	props := raw.Properties()
 	if key := raw.Key(); key != "" {
 		e.slot = router.Slot(router.Hash(key))
@@ -287,20 +292,22 @@ func (h *holder) take(raw pulsar.Message, k *cluster) bool {
 	if _, ok := props[router.PropMarker]; ok {
 		_, _, err := router.ParseMarker(props)
 		if err == nil {
-			h.marker(e)
+			m := new(entry)
+			*m = e
+			h.marker(m)
 			return false
 		}
-		h.report(e, HandoverBad, err)
+		h.report(&e, HandoverBad, err)
 	} else if _, ok := props[router.PropProducer]; ok {
 		tag, _, err := router.ParseTag(props)
 		switch {
 		case err != nil:
-			h.report(e, HandoverBad, err)
+			h.report(&e, HandoverBad, err)
 		default:
 			e.tag = tag
 			if tag.Unordered {
 				k.hold.unordered.Add(1)
-				h.report(e, HandoverUnordered, nil)
+				h.report(&e, HandoverUnordered, nil)
 			}
 		}
 	}
@@ -309,19 +316,20 @@ func (h *holder) take(raw pulsar.Message, k *cluster) bool {
 	}
 	ps := h.part(pk)
 	if e.slot >= 0 {
-		e.tag.From = h.readable(e)
+		e.tag.From = h.readable(&e)
 		sk := slotKey{pk, uint16(e.slot)}
 		q := h.queues[sk]
 		if q == nil {
-			_, held := h.blocking(e)
-			if !held {
+			if _, held := h.blocking(&e); !held {
 				h.deliver(ps, pk, e.pos)
 				return true
 			}
 		}
-		e.since, e.seq = now, h.seq
+		e.since, e.seq = h.t, h.seq
 		h.seq++
-		h.hold(ps, sk, q, e)
+		held := new(entry)
+		*held = e
+		h.hold(ps, sk, q, held)
 		return false
 	}
 	h.deliver(ps, pk, e.pos)
@@ -332,9 +340,12 @@ func (h *holder) take(raw pulsar.Message, k *cluster) bool {
 // not read, which cannot pass: e is not held for them, and each is
 // reported (HANDOVER.md, section 6.4).
 func (h *holder) readable(e *entry) []router.Origin {
-	from := e.tag.From[:0:0]
+	if len(e.tag.From) == 0 {
+		return nil
+	}
+	var from []router.Origin
 	for _, o := range e.tag.From {
-		if h.c.byName[o.Cluster] == nil {
+		if h.cluster(o.Cluster) == nil {
 			e.k.hold.forced.Add(1)
 			h.event(e, HandoverUnread, o, 1, 0)
 			continue
@@ -359,7 +370,7 @@ func (h *holder) event(e *entry, kind HandoverKind, o router.Origin, n int, held
 	ev := HandoverEvent{Kind: kind, Cluster: e.k.name, Partition: int(e.pk.p), Slot: e.slot, Producer: e.tag.Producer,
 		Epoch: e.tag.Epoch, Origin: o, Messages: n, Held: held}
 	if o.Cluster != "" {
-		if k := h.c.byName[o.Cluster]; k != nil {
+		if k := h.cluster(o.Cluster); k != nil {
 			ps := h.parts[partKey{k, o.Partition}]
 			_, ev.OriginSeen = h.frontier(partKey{k, o.Partition}, ps)
 		}
@@ -513,7 +524,7 @@ func (h *holder) drain(q *queue) {
 	for len(q.items) > 0 {
 		e := q.items[0]
 		if o, ok := h.blocking(e); ok {
-			pk := partKey{h.c.byName[o.Cluster], o.Partition}
+			pk := partKey{h.cluster(o.Cluster), o.Partition}
 			q.waitOn = pk
 			if h.waiting[pk] == nil {
 				h.waiting[pk] = map[*queue]struct{}{}
@@ -546,7 +557,7 @@ func (h *holder) unwait(q *queue) {
 func (h *holder) blocking(e *entry) (router.Origin, bool) {
 	for len(e.tag.From) > 0 {
 		o := e.tag.From[0]
-		k := h.c.byName[o.Cluster]
+		k := h.cluster(o.Cluster)
 		if _, forced := h.forced[o]; !forced && k != nil {
 			pk := partKey{k, o.Partition}
 			f, ok := h.frontier(pk, h.parts[pk])
@@ -566,6 +577,7 @@ func (h *holder) release(e *entry) {
 	h.ready = append(h.ready, e)
 	h.held--
 	e.k.hold.held.Add(-1)
+	e.k.hold.heldFor.Add(int64(h.t.Sub(e.since)))
 	ps := h.parts[e.pk]
 	i := 0
 	for i < len(ps.held) && ps.held[i].released {
@@ -632,7 +644,7 @@ func (h *holder) forceOldest() {
 			old = q
 		}
 	}
-	h.force(old, HandoverLimit, h.now())
+	h.force(old, HandoverLimit, h.t)
 }
 
 // force delivers q whole, in order, and reports it naming its head's
@@ -664,7 +676,8 @@ func (h *holder) tick() {
 		return
 	}
 	h.mu.Lock()
-	h.expire(h.now())
+	h.t = h.now()
+	h.expire(h.t)
 	h.settle()
 	h.unlock()
 }
@@ -709,8 +722,13 @@ func (c *Consumer) ackMarker(k *cluster, raw pulsar.Message) {
 	}()
 }
 
+// cluster returns the cluster of the Consumer named name; nil when it
+// reads none of that name.
+func (h *holder) cluster(name string) *cluster { return h.c.byName[name] }
+
 // health fills h's hand-over counters.
 func (ch *clusterHold) health(h *ClusterHealth) {
 	h.Held, h.HeldTotal, h.Markers = ch.held.Load(), ch.heldTotal.Load(), ch.markers.Load()
 	h.ForcedReleases, h.Unordered, h.BadHandover = ch.forced.Load(), ch.unordered.Load(), ch.bad.Load()
+	h.HoldTime = time.Duration(ch.heldFor.Load())
 }

@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -295,6 +296,7 @@ func TestHoldTimeoutReleasesAndReports(t *testing.T) {
 	h := health(c, "c2")
 	assert.Equal(t, uint64(2), h.ForcedReleases)
 	assert.Equal(t, int64(0), h.Held)
+	assert.Equal(t, 2*time.Minute, h.HoldTime, "two messages held a minute each")
 	evs := obs.all()
 	require.Len(t, evs, 1)
 	assert.Equal(t, consumer.HandoverEvent{Kind: consumer.HandoverTimeout, Cluster: "c2", Partition: 2,
@@ -601,4 +603,31 @@ func BenchmarkReceiveInto(b *testing.B) {
 			})
 		}
 	}
+}
+
+// Chan follows the rule too, and a wait on more than four clusters (a
+// reflect.Select) wakes for messages a hold timeout released.
+func TestHoldChanAndManyClusters(t *testing.T) {
+	bed := newFakeBed(16)
+	c := newConsumer(t, bed, 6, consumer.HoldTimeout(time.Second))
+	var now atomic.Int64
+	consumer.SetHoldClock(c, func() time.Time { return time.Unix(0, now.Load()) })
+	s1, s6 := bed.stream("c1"), bed.stream("c6")
+	s6.pushMoved(0, "k", "new", pid, 1, origin("c1", 0, s1.at(0, 1)))
+	s1.push(0, "k", "old")
+	s1.pushMarker(0, pid, 1)
+	ch := c.Chan()
+	assert.Equal(t, "old", string((<-ch).Value))
+	assert.Equal(t, "new", string((<-ch).Value))
+
+	s6.pushMoved(3, "k", "late", pid, 2, origin("c1", 0, s1.at(0, 5)))
+	got := make(chan string, 1)
+	go func() { got <- string((<-ch).Value) }()
+	for health(c, "c6").Held == 0 { // Chan's goroutine takes it
+		runtime.Gosched()
+	}
+	now.Add(int64(time.Second))
+	consumer.HoldTick(c)
+	assert.Equal(t, "late", <-got)
+	assert.Equal(t, uint64(1), health(c, "c6").ForcedReleases)
 }
