@@ -1,6 +1,11 @@
 package consumer
 
-import "time"
+import (
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
 
 // SetHoldClock makes c's hand-over read the time from now (holds' ages).
 func SetHoldClock(c *Consumer, now func() time.Time) {
@@ -17,3 +22,51 @@ var (
 	Pack   = pack
 	Unpack = unpack
 )
+
+// benchMsg is the least a message needs for admit.
+type benchMsg struct {
+	pulsar.Message
+	id    benchID
+	props map[string]string
+}
+
+type benchID struct {
+	pulsar.MessageID
+	entry int64
+}
+
+func (b *benchID) LedgerID() int64                { return 1 }
+func (b *benchID) EntryID() int64                 { return b.entry }
+func (b *benchID) BatchIdx() int32                { return -1 }
+func (b *benchID) PartitionIdx() int32            { return 0 }
+func (m *benchMsg) ID() pulsar.MessageID          { return &m.id }
+func (m *benchMsg) Properties() map[string]string { return m.props }
+func (m *benchMsg) Key() string                   { return "k" }
+
+// BenchmarkAdmit measures the hand-over's check on the steady path alone:
+// a message without hand-over properties, nothing held, each at a new
+// position (so each stores its partition's frontier).
+func BenchmarkAdmit(b *testing.B) {
+	for _, props := range []map[string]string{nil, {"trace": "abc", "tenant": "t1"}} {
+		name := "noprops"
+		if props != nil {
+			name = "props"
+		}
+		b.Run(name, func(b *testing.B) {
+			c := &Consumer{cfg: defaultCfg()}
+			k := &cluster{name: "c1", owner: c}
+			c.byName = map[string]*cluster{"c1": k}
+			c.hold.init(c)
+			m := &benchMsg{props: props}
+			c.admit(m, k) // the first makes the frontier table
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				m.id.entry = int64(i + 1)
+				if !c.admit(m, k) {
+					b.Fatal("held")
+				}
+			}
+		})
+	}
+}
