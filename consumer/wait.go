@@ -14,9 +14,8 @@ var errWake = errors.New("consumer: held messages released")
 
 // wait blocks until a message comes on any cluster's channel, ctx ends,
 // the Consumer closes (ErrClosed), begin is closed (errSeekBegun) or the
-// hand-over released messages (errWake). Go's
-// select picks at random among the channels that are ready, so no cluster
-// is favoured. Up to four clusters it is a plain select; beyond, a
+// hand-over released messages (errWake). Go's select picks at random
+// among the channels that are ready, so no cluster is favoured. Up to four clusters it is a plain select; beyond, a
 // reflect.Select, which allocates: a wait is taken only when every
 // cluster's channel is empty.
 func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.ConsumerMessage, *cluster, error) {
