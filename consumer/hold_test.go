@@ -644,11 +644,21 @@ func TestHoldChanAndManyClusters(t *testing.T) {
 // every marker is acknowledged.
 func TestHoldKeepsEveryKeysOrderAcrossRandomChanges(t *testing.T) {
 	for seed := range int64(40) {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { randomHandovers(t, seed) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { randomHandovers(t, seed, false) })
 	}
 }
 
-func randomHandovers(t *testing.T, seed int64) {
+// Goroutines taking at the same time (Receive, ReceiveInto and Chan) get
+// every message exactly once through the holds, and no hold is left
+// behind; a partition's messages have no order between such goroutines,
+// hold or not.
+func TestHoldConcurrentTakers(t *testing.T) {
+	for seed := range int64(20) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { randomHandovers(t, seed, true) })
+	}
+}
+
+func randomHandovers(t *testing.T, seed int64, concurrent bool) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	const clusters, parts, keys, sends = 3, 2, 8, 300
 	type place struct{ c, p int }
@@ -739,7 +749,12 @@ func randomHandovers(t *testing.T, seed int64) {
 		}
 	}
 	var got []string
-	if seed%2 == 0 {
+	if concurrent {
+		got = takeConcurrently(t, c, total)
+		slices.Sort(got)
+		assert.Len(t, slices.Compact(slices.Clone(got)), total, "each once")
+		got = nil
+	} else if seed%2 == 0 {
 		got = recv(t, c, total)
 	} else { // batches
 		buf := make([]consumer.Message, 1+rng.IntN(16))
@@ -771,4 +786,68 @@ func randomHandovers(t *testing.T, seed int64) {
 		acked += len(bed.stream(fmt.Sprint("c", ci+1)).log())
 	}
 	assert.Equal(t, markers, acked, "every marker acknowledged once")
+}
+
+// takeConcurrently takes total messages with Receive, ReceiveInto and
+// Chan at once and returns their values.
+func takeConcurrently(t *testing.T, c *consumer.Consumer, total int) []string {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var got []string
+	all := make(chan struct{})
+	add := func(v string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if got = append(got, v); len(got) == total {
+			close(all)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		for {
+			m, err := c.Receive(ctx)
+			if err != nil {
+				return
+			}
+			add(string(m.Value))
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		buf := make([]consumer.Message, 5)
+		for {
+			n, err := c.ReceiveInto(ctx, buf)
+			if err != nil {
+				return
+			}
+			for _, m := range buf[:n] {
+				add(string(m.Value))
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		ch := c.Chan()
+		for {
+			select {
+			case m := <-ch:
+				add(string(m.Value))
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	select {
+	case <-all:
+	case <-time.After(time.Minute): // a guard against a hang, not a bound
+		mu.Lock()
+		t.Errorf("took %d of %d", len(got), total)
+		mu.Unlock()
+	}
+	cancel()
+	wg.Wait()
+	return got
 }
