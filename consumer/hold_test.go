@@ -851,3 +851,17 @@ func takeConcurrently(t *testing.T, c *consumer.Consumer, total int) []string {
 	wg.Wait()
 	return got
 }
+
+// The bounds must bound: New refuses a HoldTimeout or MaxHeld that
+// would not, naming the option.
+func TestHoldBadBounds(t *testing.T) {
+	for _, o := range []struct {
+		name string
+		opt  consumer.Opt
+	}{{"HoldTimeout", consumer.HoldTimeout(0)}, {"MaxHeld", consumer.MaxHeld(0)}} {
+		_, err := consumer.New(context.Background(), topo(1), consumer.Topic("t"), consumer.Subscription("s"),
+			consumer.WithConnector(newFakeBed(1).connect), o.opt)
+		require.ErrorIs(t, err, consumer.ErrBadOption)
+		assert.Contains(t, err.Error(), o.name)
+	}
+}
