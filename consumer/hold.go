@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,8 +17,8 @@ import (
 //
 //   - A message without keyroute-pid while nothing is held (the steady
 //     path) costs one look-up in its properties when it has any, and a
-//     store of its position as its partition's delivered frontier (one
-//     atomic word per partition: see front).
+//     store of its position as the highest taken from its partition (one
+//     atomic word per partition: see front and partState).
 //   - Anything else goes through the holder, under its lock: a marker is
 //     taken (never delivered) and acknowledged once within its
 //     partition's frontier; a moved message whose origin has not passed
@@ -83,17 +84,21 @@ type slotKey struct {
 	slot uint16
 }
 
-// partState is what the holder keeps of one partition beyond its
-// frontier word.
+// partState is what the holder keeps of one partition beyond its word.
+//
+// The delivered frontier (HANDOVER.md, section 6) is kept as two parts:
+// the word holds the highest position taken from the partition, and held
+// the messages taken but not delivered. An origin at pos has passed when
+// the highest position taken is at or beyond pos and no message at or
+// before pos is held: the same as the frontier at or beyond pos, since a
+// partition's messages come in position order; and goroutines taking at
+// the same time, which process a partition's messages out of that order,
+// cannot make a held message wait on a marker taken before it.
 type partState struct {
 	// held are the partition's messages taken but not yet delivered, in
-	// receipt order (the front is popped once released).
-	held []*entry
-	// last is the highest position taken from the partition while held
-	// is not empty (the frontier stands for it otherwise).
-	last    router.Position
-	hasLast bool
-	full    router.Position // the frontier when its word is packOverflow
+	// position order; the front is popped once released.
+	held    []*entry
+	full    router.Position // the highest position taken when the word is packOverflow
 	markers []*entry        // taken markers outside the frontier, in receipt order
 }
 
@@ -110,8 +115,6 @@ type entry struct {
 	k        *cluster
 	pk       partKey
 	pos      router.Position
-	prev     router.Position // the partition's last position before it
-	hasPrev  bool
 	slot     int
 	tag      router.Tag // its origins shrink as they pass
 	since    time.Time
@@ -137,12 +140,13 @@ type clusterHold struct {
 // copy replaces it, under the holder's lock).
 type frontTable struct{ p []front }
 
-// front is a partition's delivered frontier: word packs a position as a
+// front is the highest position taken from a partition (with
+// partState.held, its delivered frontier): word packs a position as a
 // valid bit, 8 bits of ledger above base, 41 bits of entry and 14 of
 // batch index + 1, so that words of one base compare as positions do. A
 // new ledger past base+255 (ledger ids are drawn cluster-wide, so a
 // partition's next ledger can be far) goes to the holder, which moves
-// base. 0 is no frontier; a position that does not fit otherwise is kept
+// base. 0 is none taken yet; a position that does not fit otherwise is kept
 // in partState.full with the word packOverflow.
 type front struct {
 	word atomic.Uint64
@@ -215,14 +219,15 @@ func (c *Consumer) admit(raw pulsar.Message, k *cluster) bool {
 		return h.admit(raw, k)
 	}
 	f := &t.p[pi]
-	v, ok := pack(id.LedgerID()-f.base.Load(), id.EntryID(), id.BatchIdx())
-	if !ok {
-		return h.admit(raw, k)
-	}
-	if cur := f.word.Load(); v > cur {
-		f.word.Store(v)
-	} else if cur == packOverflow {
-		return h.admit(raw, k)
+	for { // only up, against other takers
+		cur := f.word.Load() // before the base: see raise
+		v, ok := pack(id.LedgerID()-f.base.Load(), id.EntryID(), id.BatchIdx())
+		if !ok || cur == packOverflow {
+			return h.admit(raw, k)
+		}
+		if v <= cur || f.word.CompareAndSwap(cur, v) {
+			break
+		}
 	}
 	if h.busy.Load() != 0 { // a hold began on another goroutine meanwhile
 		h.advanced(partKey{k, pi})
@@ -230,8 +235,8 @@ func (c *Consumer) admit(raw pulsar.Message, k *cluster) bool {
 	return true
 }
 
-// advanced settles the queues waiting on pk after a frontier store of
-// the steady path.
+// advanced settles the queues waiting on pk after a store of the steady
+// path.
 func (h *holder) advanced(pk partKey) {
 	h.mu.Lock()
 	h.t = h.now()
@@ -240,12 +245,18 @@ func (h *holder) advanced(pk partKey) {
 	h.unlock()
 }
 
-// admit is the holder's part of Consumer.admit.
+// admit is the holder's part of Consumer.admit. busy counts it while it
+// runs, before it reads any frontier: a steady-path store on another
+// goroutine is then either seen here or sees busy and settles its
+// partition under the lock after this (see Consumer.admit), so no hold
+// misses a frontier that passed it.
 func (h *holder) admit(raw pulsar.Message, k *cluster) bool {
+	h.busy.Add(1)
 	h.mu.Lock()
 	pass := h.take(raw, k)
 	h.settle()
 	h.unlock()
+	h.busy.Add(-1)
 	return pass
 }
 
@@ -405,8 +416,8 @@ func (h *holder) part(pk partKey) *partState {
 	return ps
 }
 
-// frontier returns pk's delivered frontier; ok is false while nothing of
-// pk was taken. ps may be nil.
+// frontier returns the highest position taken from pk; ok is false while
+// nothing of pk was taken. ps may be nil.
 func (h *holder) frontier(pk partKey, ps *partState) (router.Position, bool) {
 	t := pk.k.hold.front.Load()
 	if t == nil || int(pk.p) >= len(t.p) {
@@ -423,35 +434,44 @@ func (h *holder) frontier(pk partKey, ps *partState) (router.Position, bool) {
 	}
 }
 
-// raise moves pk's frontier up to pos (never down: a redelivery comes
-// below it) and queues pk to settle when it moved.
+// raise moves the highest position taken from pk up to pos (never down:
+// a redelivery comes below it) and queues pk to settle when it moved. Steady-path takes on
+// other goroutines compare-and-swap the word (never down either); a base
+// moves only here, with the word at packOverflow meanwhile, so that none
+// of them packs against the wrong base.
 func (h *holder) raise(pk partKey, ps *partState, pos router.Position) {
-	cur, ok := h.frontier(pk, ps)
-	if ok && pos.Compare(cur) <= 0 {
+	f := &pk.k.hold.front.Load().p[pk.p]
+	for {
+		w := f.word.Load()
+		if cur, ok := h.frontier(pk, ps); ok && pos.Compare(cur) <= 0 {
+			return
+		}
+		if v, fits := pack(pos.Ledger-f.base.Load(), pos.Entry, pos.Batch); fits {
+			if !f.word.CompareAndSwap(w, v) {
+				continue
+			}
+		} else if !f.word.CompareAndSwap(w, packOverflow) {
+			continue
+		} else if v, fits := pack(0, pos.Entry, pos.Batch); fits {
+			f.base.Store(pos.Ledger)
+			f.word.Store(v)
+		} else {
+			ps.full = pos
+		}
+		h.work = append(h.work, pk)
 		return
 	}
-	f := &pk.k.hold.front.Load().p[pk.p]
-	if v, fits := pack(pos.Ledger-f.base.Load(), pos.Entry, pos.Batch); fits {
-		f.word.Store(v)
-	} else if v, fits := pack(0, pos.Entry, pos.Batch); fits {
-		f.base.Store(pos.Ledger)
-		f.word.Store(v)
-	} else {
-		ps.full = pos
-		f.word.Store(packOverflow)
-	}
-	h.work = append(h.work, pk)
 }
 
-// deliver records a message of pk handed over (or a marker taken).
+// deliver records a message of pk taken (handed over, held, or a marker).
 func (h *holder) deliver(ps *partState, pk partKey, pos router.Position) {
-	if len(ps.held) > 0 {
-		if !ps.hasLast || pos.Compare(ps.last) > 0 {
-			ps.last = pos
-		}
-		return
-	}
 	h.raise(pk, ps, pos)
+}
+
+// within reports whether every message of ps taken at or before pos has
+// been delivered.
+func within(ps *partState, pos router.Position) bool {
+	return ps == nil || len(ps.held) == 0 || ps.held[0].pos.Compare(pos) > 0
 }
 
 // marker takes a marker: it counts as delivered, and is acknowledged once
@@ -469,15 +489,11 @@ func (h *holder) marker(e *entry) {
 }
 
 // ackWithin queues the acknowledgement of pk's markers within its
-// frontier.
+// frontier: taken, and no message before them held.
 func (h *holder) ackWithin(pk partKey, ps *partState) {
-	f, ok := h.frontier(pk, ps)
-	if !ok {
-		return
-	}
 	keep := ps.markers[:0]
 	for _, m := range ps.markers {
-		if m.pos.Compare(f) <= 0 {
+		if within(ps, m.pos) {
 			h.acks = append(h.acks, m)
 		} else {
 			keep = append(keep, m)
@@ -489,15 +505,12 @@ func (h *holder) ackWithin(pk partKey, ps *partState) {
 
 // hold queues e behind q (a new queue when q is nil).
 func (h *holder) hold(ps *partState, sk slotKey, q *queue, e *entry) {
-	if len(ps.held) == 0 {
-		e.prev, e.hasPrev = h.frontier(sk.partKey, ps)
-	} else {
-		e.prev, e.hasPrev = ps.last, ps.hasLast
+	i := len(ps.held) // in position order: at the end but for a redelivery
+	for i > 0 && ps.held[i-1].pos.Compare(e.pos) > 0 {
+		i--
 	}
-	ps.held = append(ps.held, e)
-	if !ps.hasLast || e.pos.Compare(ps.last) > 0 {
-		ps.last, ps.hasLast = e.pos, true
-	}
+	ps.held = slices.Insert(ps.held, i, e)
+	h.deliver(ps, sk.partKey, e.pos)
 	h.held++
 	h.busy.Add(1)
 	e.k.hold.held.Add(1)
@@ -506,7 +519,15 @@ func (h *holder) hold(ps *partState, sk slotKey, q *queue, e *entry) {
 		h.oldest = e.since
 	}
 	if q != nil {
-		q.items = append(q.items, e)
+		// In position order too: goroutines taking at the same time can
+		// bring an earlier message after a later one is held.
+		i := len(q.items)
+		for i > 0 && q.items[i-1].pos.Compare(e.pos) > 0 {
+			i--
+		}
+		if q.items = slices.Insert(q.items, i, e); i == 0 {
+			h.drain(q)
+		}
 	} else {
 		q = &queue{key: sk, items: []*entry{e}}
 		h.queues[sk] = q
@@ -560,8 +581,8 @@ func (h *holder) blocking(e *entry) (router.Origin, bool) {
 		k := h.cluster(o.Cluster)
 		if _, forced := h.forced[o]; !forced && k != nil {
 			pk := partKey{k, o.Partition}
-			f, ok := h.frontier(pk, h.parts[pk])
-			if !ok || f.Compare(o.Pos) < 0 {
+			ps := h.parts[pk]
+			if f, ok := h.frontier(pk, ps); !ok || f.Compare(o.Pos) < 0 || !within(ps, o.Pos) {
 				return o, true
 			}
 		}
@@ -570,8 +591,8 @@ func (h *holder) blocking(e *entry) (router.Origin, bool) {
 	return router.Origin{}, false
 }
 
-// release moves a held message to ready, and its partition's frontier up
-// to the next message still held.
+// release moves a held message to ready; when it was its partition's
+// first held, the partition's frontier moves up to the next.
 func (h *holder) release(e *entry) {
 	e.released = true
 	h.ready = append(h.ready, e)
@@ -587,15 +608,10 @@ func (h *holder) release(e *entry) {
 		return
 	}
 	clear(ps.held[:i])
-	ps.held = ps.held[i:]
-	if len(ps.held) == 0 {
+	if ps.held = ps.held[i:]; len(ps.held) == 0 {
 		ps.held = nil
-		h.raise(e.pk, ps, ps.last)
-		ps.hasLast = false
-	} else if p := ps.held[0]; p.hasPrev {
-		h.raise(e.pk, ps, p.prev)
 	}
-	h.ackWithin(e.pk, ps)
+	h.work = append(h.work, e.pk)
 }
 
 // settle drains the queues waiting on every partition whose frontier

@@ -754,6 +754,9 @@ func randomHandovers(t *testing.T, seed int64, concurrent bool) {
 		slices.Sort(got)
 		assert.Len(t, slices.Compact(slices.Clone(got)), total, "each once")
 		got = nil
+		none(t, c) // takes the markers left behind the last message
+		// Chan's goroutine may be acknowledging a marker it took.
+		require.NoError(t, c.Close(context.Background()))
 	} else if seed%2 == 0 {
 		got = recv(t, c, total)
 	} else { // batches
@@ -766,7 +769,9 @@ func randomHandovers(t *testing.T, seed int64, concurrent bool) {
 			}
 		}
 	}
-	none(t, c)
+	if !concurrent {
+		none(t, c)
+	}
 	last := map[string]int{}
 	for _, v := range got {
 		var k string
