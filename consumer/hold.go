@@ -406,9 +406,13 @@ func (h *holder) part(pk partKey) *partState {
 		}
 		nt := &frontTable{p: make([]front, n)}
 		if t != nil {
+			// Each old word is retired as packOverflow as it is copied:
+			// a steady-path take on another goroutine either stored
+			// before (and the copy has it) or finds the overflow and
+			// comes here, to the new table.
 			for i := range t.p {
 				nt.p[i].base.Store(t.p[i].base.Load())
-				nt.p[i].word.Store(t.p[i].word.Load())
+				nt.p[i].word.Store(t.p[i].word.Swap(packOverflow))
 			}
 		}
 		pk.k.hold.front.Store(nt)

@@ -660,7 +660,11 @@ func TestHoldConcurrentTakers(t *testing.T) {
 
 func randomHandovers(t *testing.T, seed int64, concurrent bool) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
-	const clusters, parts, keys, sends = 3, 2, 8, 300
+	const clusters, keys, sends = 3, 8, 300
+	parts := 2
+	if concurrent { // partitions beyond the first frontier table's 8
+		parts += int(seed % 12)
+	}
 	type place struct{ c, p int }
 	type rec struct {
 		key, value string
@@ -868,5 +872,24 @@ func TestHoldBadBounds(t *testing.T) {
 			consumer.WithConnector(newFakeBed(1).connect), o.opt)
 		require.ErrorIs(t, err, consumer.ErrBadOption)
 		assert.Contains(t, err.Error(), o.name)
+	}
+}
+
+// Frontiers survive their table's growth: partitions first seen later
+// make it grow, and an origin on any partition still passes.
+func TestHoldFrontierTableGrows(t *testing.T) {
+	bed := newFakeBed(64)
+	c := newConsumer(t, bed, 2)
+	s1, s2 := bed.stream("c1"), bed.stream("c2")
+	other := otherSlot("k")
+	for p := range int32(40) {
+		s1.push(p, other, fmt.Sprint("p", p))
+	}
+	assert.Len(t, recv(t, c, 40), 40)
+	for _, p := range []int32{3, 17, 39} {
+		s2.pushMoved(0, "k", fmt.Sprint("moved", p), pid, 1, origin("c1", p, s1.at(p, 0)))
+		none(t, c)
+		s1.push(p, other, fmt.Sprint("again", p))
+		assert.Equal(t, []string{fmt.Sprint("again", p), fmt.Sprint("moved", p)}, recv(t, c, 2))
 	}
 }
