@@ -35,7 +35,8 @@ import (
 // frontier is exact for one goroutine taking (Receive, ReceiveBatch,
 // ReceiveInto or Chan), as a partition's order is. Goroutines taking at
 // the same time split a partition's messages with no order between them,
-// hold or not.
+// hold or not; the holder still gives each message once and never leaves
+// a hold waiting on a message taken out of order (see partState).
 
 // holder is the Consumer's hand-over state.
 type holder struct {
@@ -47,9 +48,9 @@ type holder struct {
 	// wait on the clusters' channels (see wait).
 	wake chan struct{}
 
-	// busy counts the messages held and released but not yet taken: while
-	// it is 0, a message without hand-over properties takes the steady
-	// path.
+	// busy counts the messages held, those released but not yet taken,
+	// and the takes in the holder: while it is 0, a message without
+	// hand-over properties takes the steady path.
 	busy atomic.Int64
 
 	mu      sync.Mutex
