@@ -70,3 +70,7 @@ func BenchmarkAdmit(b *testing.B) {
 		})
 	}
 }
+
+// ForgetCluster runs what a live topology change that stops reading
+// cluster name does to the holds.
+func ForgetCluster(c *Consumer, name string) { c.hold.forget(c.byName[name]) }

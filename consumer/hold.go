@@ -753,3 +753,29 @@ func (ch *clusterHold) health(h *ClusterHealth) {
 	h.ForcedReleases, h.Unordered, h.BadHandover = ch.forced.Load(), ch.unordered.Load(), ch.bad.Load()
 	h.HoldTime = time.Duration(ch.heldFor.Load())
 }
+
+// forget ends the holds that cluster k takes part in, for a live
+// topology change that stops reading k: a queue waiting on one of k's
+// partitions can no longer pass (HANDOVER.md, section 6.4), and a queue
+// of k's messages would wait for nothing. Each is delivered in order and
+// reported as HandoverUnread; k's frontiers are forgotten. Call it while
+// k is still among the Consumer's clusters (so that the reports name the
+// origin), once nothing takes from k any more.
+func (h *holder) forget(k *cluster) {
+	h.mu.Lock()
+	h.t = h.now()
+	for _, q := range h.queues {
+		if q.waitOn.k == k || q.key.k == k {
+			h.force(q, HandoverUnread, h.t)
+		}
+	}
+	for pk, ps := range h.parts {
+		if pk.k == k {
+			h.acks = append(h.acks, ps.markers...)
+			delete(h.parts, pk)
+		}
+	}
+	k.hold.front.Store(nil)
+	h.settle()
+	h.unlock()
+}

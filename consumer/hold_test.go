@@ -664,3 +664,32 @@ func TestHoldFrontierTableGrows(t *testing.T) {
 		assert.Equal(t, []string{fmt.Sprint("again", p), fmt.Sprint("moved", p)}, recv(t, c, 2))
 	}
 }
+
+// A cluster the Consumer stops reading ends the holds it takes part in:
+// queues waiting on it, and queues of its own messages, are delivered in
+// order and reported; others wait on.
+func TestHoldForgetCluster(t *testing.T) {
+	obs := &events{}
+	bed := newFakeBed(16)
+	c := newConsumer(t, bed, 3, consumer.Observe(obs))
+	s1, s2, s3 := bed.stream("c1"), bed.stream("c2"), bed.stream("c3")
+	other := otherSlot("k")
+	o1 := origin("c1", 0, s1.at(0, 0))
+	s2.pushMoved(0, "k", "waits on c1", pid, 1, o1)
+	s1.pushMoved(1, other, "on c1", pid, 1, origin("c3", 0, s3.at(0, 0)))
+	s2.pushMoved(0, other, "waits on c3", pid, 1, origin("c3", 0, s3.at(0, 0)))
+	none(t, c)
+	consumer.ForgetCluster(c, "c1")
+	assert.ElementsMatch(t, []string{"waits on c1", "on c1"}, recv(t, c, 2))
+	none(t, c)
+	evs := obs.all()
+	require.Len(t, evs, 2)
+	var origins []router.Origin
+	for _, ev := range evs {
+		assert.Equal(t, consumer.HandoverUnread, ev.Kind)
+		origins = append(origins, ev.Origin)
+	}
+	assert.Contains(t, origins, o1)
+	s3.push(0, "x", "c3")
+	assert.Equal(t, []string{"c3", "waits on c3"}, recv(t, c, 2))
+}
