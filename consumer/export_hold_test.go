@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/keyroute/keyroute/router"
 )
 
 // SetHoldClock makes c's hand-over read the time from now (holds' ages).
@@ -33,12 +35,13 @@ type benchMsg struct {
 type benchID struct {
 	pulsar.MessageID
 	entry int64
+	part  int32
 }
 
 func (b *benchID) LedgerID() int64                { return 1 }
 func (b *benchID) EntryID() int64                 { return b.entry }
 func (b *benchID) BatchIdx() int32                { return -1 }
-func (b *benchID) PartitionIdx() int32            { return 0 }
+func (b *benchID) PartitionIdx() int32            { return b.part }
 func (m *benchMsg) ID() pulsar.MessageID          { return &m.id }
 func (m *benchMsg) Properties() map[string]string { return m.props }
 func (m *benchMsg) Key() string                   { return "k" }
@@ -47,18 +50,26 @@ func (m *benchMsg) Key() string                   { return "k" }
 // a message without hand-over properties, nothing held, each at a new
 // position (so each stores its partition's frontier).
 func BenchmarkAdmit(b *testing.B) {
-	for _, props := range []map[string]string{nil, {"trace": "abc", "tenant": "t1"}} {
-		name := "noprops"
-		if props != nil {
-			name = "props"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		props   map[string]string
+		holding bool
+	}{{"noprops", nil, false}, {"props", map[string]string{"trace": "abc", "tenant": "t1"}, false}, {"noprops/holding", nil, true}} {
+		props, holding := bc.props, bc.holding
+		b.Run(bc.name, func(b *testing.B) {
 			c := &Consumer{cfg: defaultCfg()}
 			k := &cluster{name: "c1", owner: c}
 			c.byName = map[string]*cluster{"c1": k}
 			c.hold.init(c)
 			m := &benchMsg{props: props}
 			c.admit(m, k) // the first makes the frontier table
+			if holding {
+				held := &benchMsg{id: benchID{part: 1, entry: 1}, props: map[string]string{}}
+				router.Tag{Producer: 1, Epoch: 1, From: []router.Origin{{Cluster: "c1", Partition: 2, Pos: router.Position{Ledger: 1, Entry: 9}}}}.AddTo(held.props)
+				if c.admit(held, k) {
+					b.Fatal("not held")
+				}
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
