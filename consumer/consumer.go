@@ -48,6 +48,7 @@ type Consumer struct {
 	mu        sync.Mutex     // orders acks.Add and bg.Add (feed) before Close's waits; guards out
 	seekMu    sync.Mutex     // one SeekByTime at a time
 	detach    func()         // from the shared clients (WithClients); nil without
+	hold      holder         // the hand-over's holds (hold.go)
 }
 
 // cluster is the Consumer's state for one cluster.
@@ -68,6 +69,8 @@ type cluster struct {
 	// Probes, written by the monitor and its probe goroutines.
 	probeOK    atomic.Bool
 	probeStart atomic.Int64 // unix ns of the probe in flight, 0 when none
+
+	hold clusterHold // the hand-over's frontiers and counters (hold.go)
 }
 
 // New validates the topology and options and subscribes on every cluster
@@ -131,6 +134,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 		co.clusters = append(co.clusters, k)
 		co.byName[cl.Name] = k
 	}
+	co.hold.init(co)
 	if c.clients != nil {
 		detach, err := c.clients.Attach(func() { _ = co.Close(context.Background()) })
 		if err != nil {

@@ -34,6 +34,21 @@ type ClusterHealth struct {
 	// topology gives no admin URL or the call failed (BacklogErr).
 	Backlog    int64
 	BacklogErr error
+	// The hand-over of moving keys (router/HANDOVER.md): Held is how many
+	// of the cluster's messages are held now, HeldTotal how many were
+	// ever held; Markers counts the markers taken (never delivered,
+	// acknowledged once within their partition's delivered frontier);
+	// ForcedReleases counts the messages delivered before an origin they
+	// owed passed (HoldTimeout, MaxHeld, an origin on a cluster not read);
+	// Unordered counts the moved messages their producer sent without an
+	// origin it owed; BadHandover counts the messages whose keyroute-
+	// properties did not follow HANDOVER.md (delivered as they are);
+	// HoldTime sums the time the released messages were held (HoldTime /
+	// HeldTotal is the mean delay a hold added). See HandoverObserver for
+	// each forced release.
+	Held                                                       int64
+	HoldTime                                                   time.Duration
+	HeldTotal, Markers, ForcedReleases, Unordered, BadHandover uint64
 }
 
 // Health returns the state of every cluster, in topology order. It asks
@@ -54,6 +69,7 @@ func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 			Delivered: k.delivered.Load(), Acked: k.acked.Load(), Nacked: k.nacked.Load(),
 			Redelivered: k.redelivered.Load(), Lag: since(k.lastPublish.Load()), Backlog: -1,
 		}
+		k.hold.health(h)
 		if k.admin == nil {
 			continue
 		}
@@ -95,6 +111,7 @@ func (c *Consumer) monitor() {
 			return
 		case <-t.C:
 		}
+		c.hold.tick()
 		for _, k := range c.clusters {
 			if k.link.probe == nil || k.probeStart.Load() != 0 {
 				continue

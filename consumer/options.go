@@ -101,6 +101,8 @@ type cfg struct {
 	cryptoFailure   CryptoFailureAction // with decryptKeys
 	clients         *keyroute.Clients
 	connect         connector
+	holdTimeout     time.Duration // see options_hold.go
+	maxHeld         int
 }
 
 func defaultCfg() cfg {
@@ -112,6 +114,8 @@ func defaultCfg() cfg {
 		probeEvery:   DefaultProbeInterval,
 		requireTopic: true,
 		connect:      pulsarConnector{},
+		holdTimeout:  DefaultHoldTimeout,
+		maxHeld:      DefaultMaxHeld,
 	}
 }
 
@@ -144,7 +148,7 @@ func (c *cfg) validate() error {
 	case c.clients != nil && (c.logger != nil || c.configureClient != nil):
 		return fmt.Errorf("%w: Logger and ConfigureClient configure the clients a Consumer opens itself: with WithClients, give them to keyroute.NewClients", ErrBadOption)
 	}
-	return nil
+	return c.validateHold()
 }
 
 func badOption(opt string, v any, want string) error {

@@ -17,10 +17,11 @@ import (
 // are there, and a cluster that is silent or unreachable holds nobody up:
 // its channel is simply empty.
 //
-// A live topology change will hold a moved routing slot's messages here:
-// between the take from a cluster's channel (poll, wait) and the hand-over
-// to the caller (fill), a message of a held slot goes to that slot's queue
-// instead, and poll serves the queue once the slot is released.
+// The hand-over of moving keys holds a moved key's messages here (see
+// hold.go): between the take from a cluster's channel (poll, wait) and the
+// hand-over to the caller (fill), admit lets a message through or the
+// holder takes it (a marker, a held message), and take serves released
+// messages before the clusters' channels.
 
 // Receive returns the next message of the merged stream. It blocks until
 // one comes, ctx ends (the error matches ctx.Err()) or the Consumer is
@@ -112,7 +113,7 @@ func (c *Consumer) receiveBatch(ctx context.Context, room func(held int) []Messa
 		n := 1
 		for ; n < len(ms); n++ {
 			var ok bool
-			if cm, k, ok = c.poll(k.idx + 1); !ok {
+			if cm, k, ok = c.take(k.idx + 1); !ok {
 				break
 			}
 			ms[n].fill(cm.Message, k)
@@ -204,10 +205,36 @@ func (c *Consumer) enter(ctx context.Context) (*pause, error) {
 // first takes one message under the gate: one already there, else the
 // first to come. It returns errSeekBegun when a seek begins first.
 func (c *Consumer) first(ctx context.Context, p *pause) (pulsar.ConsumerMessage, *cluster, error) {
-	if cm, k, ok := c.poll(c.rotor.Load()); ok {
-		return cm, k, nil
+	for {
+		if cm, k, ok := c.take(c.rotor.Load()); ok {
+			return cm, k, nil
+		}
+		cm, k, err := c.wait(ctx, p.begin)
+		if err == errWake {
+			continue
+		}
+		if err != nil || c.admit(cm.Message, k) {
+			return cm, k, err
+		}
 	}
-	return c.wait(ctx, p.begin)
+}
+
+// take returns a message to hand over that is already there: a released
+// one first, else one from the clusters (from index start) that admit
+// lets through; ok is false when there is none.
+func (c *Consumer) take(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
+	for {
+		if c.hold.busy.Load() != 0 {
+			if raw, k, ok := c.hold.pop(); ok {
+				return pulsar.ConsumerMessage{Message: raw}, k, true
+			}
+		}
+		cm, k, ok := c.poll(start)
+		if !ok || c.admit(cm.Message, k) {
+			return cm, k, ok
+		}
+		start = k.idx + 1
+	}
 }
 
 // poll takes a message that is already there, trying the clusters in
@@ -236,10 +263,11 @@ func (c *Consumer) poll(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
 	return pulsar.ConsumerMessage{}, nil, false
 }
 
-// held is how many messages the clusters' channels hold, plus one: a
-// batch's size, counted after its first message is taken.
+// held is how many messages the clusters' channels hold, plus one, plus
+// those held or released by the hand-over: a batch's size, counted after
+// its first message is taken.
 func (c *Consumer) held() int {
-	n := 1
+	n := 1 + int(c.hold.busy.Load())
 	for _, k := range c.clusters {
 		n += len(k.in)
 	}

@@ -51,6 +51,7 @@ func (c *Consumer) SeekByTime(ctx context.Context, t time.Time) error {
 	old := c.state.Swap(p)
 	close(old.begin)
 	c.gate.Lock()
+	c.hold.reset() // what was held comes again from the new position
 	defer func() {
 		c.state.Store(&pause{begin: make(chan struct{})})
 		c.gate.Unlock()

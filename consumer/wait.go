@@ -2,23 +2,29 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"reflect"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
+// errWake ends a wait when the hand-over released held messages: the
+// take serves them.
+var errWake = errors.New("consumer: held messages released")
+
 // wait blocks until a message comes on any cluster's channel, ctx ends,
-// the Consumer closes (ErrClosed) or begin is closed (errSeekBegun). Go's
-// select picks at random among the channels that are ready, so no cluster
-// is favoured. Up to four clusters it is a plain select; beyond, a
+// the Consumer closes (ErrClosed), begin is closed (errSeekBegun) or the
+// hand-over released messages (errWake). Go's select picks at random
+// among the channels that are ready, so no cluster is favoured. Up to four clusters it is a plain select; beyond, a
 // reflect.Select, which allocates: a wait is taken only when every
 // cluster's channel is empty.
 func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.ConsumerMessage, *cluster, error) {
-	done := ctx.Done()
+	done, wake := ctx.Done(), c.hold.wake
 	var (
-		cm pulsar.ConsumerMessage
-		ok bool
-		k  *cluster
+		cm    pulsar.ConsumerMessage
+		ok    bool
+		k     *cluster
+		woken bool
 	)
 	ks := c.clusters
 	switch len(ks) {
@@ -29,6 +35,8 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		case <-done:
 		case <-c.closing:
 		case <-begin:
+		case <-wake:
+			woken = true
 		}
 	case 2:
 		select {
@@ -39,6 +47,8 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		case <-done:
 		case <-c.closing:
 		case <-begin:
+		case <-wake:
+			woken = true
 		}
 	case 3:
 		select {
@@ -51,6 +61,8 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		case <-done:
 		case <-c.closing:
 		case <-begin:
+		case <-wake:
+			woken = true
 		}
 	case 4:
 		select {
@@ -65,9 +77,11 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		case <-done:
 		case <-c.closing:
 		case <-begin:
+		case <-wake:
+			woken = true
 		}
 	default:
-		cm, ok, k = c.waitMany(done, begin)
+		cm, ok, k, woken = c.waitMany(done, begin, wake)
 	}
 	switch {
 	case k != nil && ok:
@@ -79,25 +93,28 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		return cm, nil, ErrClosed
 	case ctx.Err() != nil:
 		return cm, nil, ctx.Err()
+	case woken:
+		return cm, nil, errWake
 	}
 	return cm, nil, errSeekBegun
 }
 
-// waitMany is wait's select over any number of clusters.
-func (c *Consumer) waitMany(done, begin <-chan struct{}) (pulsar.ConsumerMessage, bool, *cluster) {
-	cases := make([]reflect.SelectCase, len(c.clusters), len(c.clusters)+3)
+// waitMany is wait's select over any number of clusters; woken is true
+// when wake ended it.
+func (c *Consumer) waitMany(done, begin, wake <-chan struct{}) (cm pulsar.ConsumerMessage, ok bool, k *cluster, woken bool) {
+	cases := make([]reflect.SelectCase, len(c.clusters), len(c.clusters)+4)
 	for i, k := range c.clusters {
 		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(k.in)}
 	}
-	for _, ch := range []<-chan struct{}{done, c.closing, begin} {
+	for _, ch := range []<-chan struct{}{done, c.closing, begin, wake} {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
 	}
 	i, v, ok := reflect.Select(cases)
 	if i >= len(c.clusters) {
-		return pulsar.ConsumerMessage{}, false, nil
+		return cm, false, nil, i == len(cases)-1
 	}
 	if !ok {
-		return pulsar.ConsumerMessage{}, false, c.clusters[i]
+		return cm, false, c.clusters[i], false
 	}
-	return v.Interface().(pulsar.ConsumerMessage), true, c.clusters[i]
+	return v.Interface().(pulsar.ConsumerMessage), true, c.clusters[i], false
 }

@@ -1,0 +1,781 @@
+package consumer
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/keyroute/keyroute/router"
+)
+
+// The reader's side of the hand-over of moving keys (router/HANDOVER.md,
+// section 6). Every message taken from a cluster's channel passes admit
+// before it is handed to the caller:
+//
+//   - A message without keyroute-pid while nothing is held (the steady
+//     path) costs one look-up in its properties when it has any, and a
+//     store of its position as the highest taken from its partition (one
+//     atomic word per partition: see front and partState).
+//   - Anything else goes through the holder, under its lock: a marker is
+//     taken (never delivered) and acknowledged once within its
+//     partition's frontier; a moved message whose origin has not passed
+//     is held, and so is every later message of its slot from its
+//     partition (one queue per partition and slot); a frontier that
+//     advances releases the queues waiting on it, their messages going to
+//     ready, which takes serve before the clusters' channels.
+//
+// Holds are bounded by HoldTimeout (checked as messages come and by the
+// monitor) and MaxHeld, and each forced release is reported. A Shared
+// subscription holds nothing: it only takes and acknowledges markers.
+//
+// The rule orders a partition's messages as one reader takes them: the
+// frontier is exact for one goroutine taking (Receive, ReceiveBatch,
+// ReceiveInto or Chan), as a partition's order is. Goroutines taking at
+// the same time split a partition's messages with no order between them,
+// hold or not; the holder still gives each message once and never leaves
+// a hold waiting on a message taken out of order (see partState).
+
+// holder is the Consumer's hand-over state.
+type holder struct {
+	c     *Consumer
+	track bool // the subscription type follows the rule (all but Shared)
+	max   int
+	obs   HandoverObserver // nil: none
+	// wake gets a token when released messages wait in ready, to end a
+	// wait on the clusters' channels (see wait).
+	wake chan struct{}
+
+	// busy counts the messages held, those released but not yet taken,
+	// and the takes in the holder: while it is 0, a message without
+	// hand-over properties takes the steady path.
+	busy atomic.Int64
+
+	mu      sync.Mutex
+	timeout time.Duration
+	now     func() time.Time
+	t       time.Time // now, read once per operation under the lock
+	parts   map[partKey]*partState
+	queues  map[slotKey]*queue
+	waiting map[partKey]map[*queue]struct{} // queues whose head waits on the partition's frontier
+	ready   []*entry                        // released, in release order, taken from the front
+	held    int                             // messages in queues
+	seq     uint64
+	oldest  time.Time // at or before the receipt of the oldest held message; zero when none is
+	forced  map[router.Origin]struct{}
+	work    []partKey // partitions whose frontier advanced, to settle
+	acks    []*entry  // markers to acknowledge once the lock is released
+	events  []HandoverEvent
+}
+
+// maxForced bounds the origins remembered as forced.
+const maxForced = 4096
+
+// partKey names a partition of a cluster.
+type partKey struct {
+	k *cluster
+	p int32
+}
+
+// slotKey names a hold queue: a partition and a slot.
+type slotKey struct {
+	partKey
+	slot uint16
+}
+
+// partState is what the holder keeps of one partition beyond its word.
+//
+// The delivered frontier (HANDOVER.md, section 6) is kept as two parts:
+// the word holds the highest position taken from the partition, and held
+// the messages taken but not delivered. An origin at pos has passed when
+// the highest position taken is at or beyond pos and no message at or
+// before pos is held: the same as the frontier at or beyond pos, since a
+// partition's messages come in position order; and goroutines taking at
+// the same time, which process a partition's messages out of that order,
+// cannot make a held message wait on a marker taken before it.
+type partState struct {
+	// held are the partition's messages taken but not yet delivered, in
+	// position order; the front is popped once released.
+	held    []*entry
+	full    router.Position // the highest position taken when the word is packOverflow
+	markers []*entry        // taken markers outside the frontier, in receipt order
+}
+
+// queue is the hold queue of one partition and slot.
+type queue struct {
+	key    slotKey
+	items  []*entry
+	waitOn partKey // the partition its head waits on; zero when none
+}
+
+// entry is a message the holder took: a held message or a marker.
+type entry struct {
+	raw      pulsar.Message
+	k        *cluster
+	pk       partKey
+	pos      router.Position
+	slot     int
+	tag      router.Tag // its origins shrink as they pass
+	since    time.Time
+	seq      uint64
+	released bool
+}
+
+// clusterHold is a cluster's part of the hand-over state: its partitions'
+// frontiers and its counters for Health.
+type clusterHold struct {
+	front atomic.Pointer[frontTable]
+
+	held      atomic.Int64 // messages held now
+	heldTotal atomic.Uint64
+	heldFor   atomic.Int64 // ns, summed over the messages released
+	markers   atomic.Uint64
+	forced    atomic.Uint64
+	unordered atomic.Uint64
+	bad       atomic.Uint64
+}
+
+// frontTable holds one frontier per partition index; it only grows (a
+// copy replaces it, under the holder's lock).
+type frontTable struct{ p []front }
+
+// front is the highest position taken from a partition (with
+// partState.held, its delivered frontier): word packs a position as a
+// valid bit, 8 bits of ledger above base, 41 bits of entry and 14 of
+// batch index + 1, so that words of one base compare as positions do. A
+// new ledger past base+255 (ledger ids are drawn cluster-wide, so a
+// partition's next ledger can be far) goes to the holder, which moves
+// base. 0 is none taken yet; a position that does not fit otherwise is kept
+// in partState.full with the word packOverflow.
+type front struct {
+	word atomic.Uint64
+	base atomic.Int64
+}
+
+const (
+	packValid    = 1 << 63
+	packOverflow = ^uint64(0)
+)
+
+// pack packs a position whose ledger is delta above its base.
+func pack(delta, entry int64, batch int32) (uint64, bool) {
+	if uint64(delta) >= 1<<8 || uint64(entry) >= 1<<41 || batch < -1 || batch >= 1<<14-1 {
+		return 0, false
+	}
+	return packValid | uint64(delta)<<55 | uint64(entry)<<14 | uint64(batch+1), true
+}
+
+func unpack(v uint64, base int64) router.Position {
+	return router.Position{Ledger: base + int64(v>>55&(1<<8-1)), Entry: int64(v >> 14 & (1<<41 - 1)), Batch: int32(v&(1<<14-1)) - 1}
+}
+
+func (h *holder) init(c *Consumer) {
+	h.c = c
+	h.track = c.cfg.subType != Shared
+	h.timeout, h.max = c.cfg.holdTimeout, c.cfg.maxHeld
+	h.obs, _ = c.cfg.observer.(HandoverObserver)
+	h.now = time.Now
+	h.wake = make(chan struct{}, 1)
+	h.reset()
+}
+
+// reset forgets every hold, frontier and marker: a seek moves the
+// subscription, and what was taken before comes again.
+func (h *holder) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for pk := range h.parts {
+		pk.k.hold.held.Store(0)
+		pk.k.hold.front.Store(nil)
+	}
+	h.parts = map[partKey]*partState{}
+	h.queues = map[slotKey]*queue{}
+	h.waiting = map[partKey]map[*queue]struct{}{}
+	h.forced = map[router.Origin]struct{}{}
+	h.ready, h.held, h.oldest, h.work, h.acks, h.events = nil, 0, time.Time{}, nil, nil, nil
+	h.busy.Store(0)
+}
+
+// admit says whether raw, taken from k, is handed to the caller now; when
+// false the holder took it (a marker, or a held message).
+func (c *Consumer) admit(raw pulsar.Message, k *cluster) bool {
+	h := &c.hold
+	if props := raw.Properties(); len(props) != 0 {
+		if _, ok := props[router.PropProducer]; ok { // markers have it too
+			return h.admit(raw, k)
+		}
+	}
+	if !h.track {
+		return true
+	}
+	if h.busy.Load() != 0 {
+		return h.admit(raw, k)
+	}
+	id := raw.ID()
+	pi := max(0, id.PartitionIdx())
+	t := k.hold.front.Load()
+	if t == nil || uint32(pi) >= uint32(len(t.p)) {
+		return h.admit(raw, k)
+	}
+	f := &t.p[pi]
+	for { // only up, against other takers
+		cur := f.word.Load() // before the base: see raise
+		v, ok := pack(id.LedgerID()-f.base.Load(), id.EntryID(), id.BatchIdx())
+		if !ok || cur == packOverflow {
+			return h.admit(raw, k)
+		}
+		if v <= cur || f.word.CompareAndSwap(cur, v) {
+			break
+		}
+	}
+	if h.busy.Load() != 0 { // a hold began on another goroutine meanwhile
+		h.advanced(partKey{k, pi})
+	}
+	return true
+}
+
+// advanced settles the queues waiting on pk after a store of the steady
+// path.
+func (h *holder) advanced(pk partKey) {
+	h.mu.Lock()
+	h.t = h.now()
+	h.work = append(h.work, pk)
+	h.settle()
+	h.unlock()
+}
+
+// admit is the holder's part of Consumer.admit. busy counts it while it
+// runs, before it reads any frontier: a steady-path store on another
+// goroutine is then either seen here or sees busy and settles its
+// partition under the lock after this (see Consumer.admit), so no hold
+// misses a frontier that passed it.
+func (h *holder) admit(raw pulsar.Message, k *cluster) bool {
+	h.busy.Add(1)
+	h.mu.Lock()
+	pass := h.take(raw, k)
+	h.settle()
+	h.unlock()
+	h.busy.Add(-1)
+	return pass
+}
+
+// unlock releases the lock, then acknowledges the markers that came
+// within their frontier, reports the events and wakes a waiting take
+// when released messages wait.
+func (h *holder) unlock() {
+	acks, events, ready := h.acks, h.events, len(h.ready) > 0
+	h.acks, h.events = nil, nil
+	h.mu.Unlock()
+	for _, e := range acks {
+		h.c.ackMarker(e.k, e.raw)
+	}
+	if h.obs != nil {
+		for _, ev := range events {
+			h.obs.OnHandover(ev)
+		}
+	}
+	if ready {
+		h.signal()
+	}
+}
+
+func (h *holder) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take applies the rule to raw under the lock.
+func (h *holder) take(raw pulsar.Message, k *cluster) bool {
+	id := raw.ID()
+	pk := partKey{k, max(0, id.PartitionIdx())}
+	// e stays on the stack unless the holder keeps it (a marker, a held
+	// message): a copy goes to the heap then.
+	e := entry{raw: raw, k: k, pk: pk, pos: router.Position{Ledger: id.LedgerID(), Entry: id.EntryID(), Batch: id.BatchIdx()}, slot: -1}
+	h.t = h.now()
+	h.expire(h.t)
+	props := raw.Properties()
+	if key := raw.Key(); key != "" {
+		e.slot = router.Slot(router.Hash(key))
+	}
+	if _, ok := props[router.PropMarker]; ok {
+		_, _, err := router.ParseMarker(props)
+		if err == nil {
+			m := new(entry)
+			*m = e
+			h.marker(m)
+			return false
+		}
+		h.report(&e, HandoverBad, err)
+	} else if _, ok := props[router.PropProducer]; ok {
+		tag, _, err := router.ParseTag(props)
+		switch {
+		case err != nil:
+			h.report(&e, HandoverBad, err)
+		default:
+			e.tag = tag
+			if tag.Unordered {
+				k.hold.unordered.Add(1)
+				h.report(&e, HandoverUnordered, nil)
+			}
+		}
+	}
+	if !h.track {
+		return true
+	}
+	ps := h.part(pk)
+	if e.slot >= 0 {
+		e.tag.From = h.readable(&e)
+		sk := slotKey{pk, uint16(e.slot)}
+		q := h.queues[sk]
+		if q == nil {
+			if _, held := h.blocking(&e); !held {
+				h.deliver(ps, pk, e.pos)
+				return true
+			}
+		}
+		e.since, e.seq = h.t, h.seq
+		h.seq++
+		held := new(entry)
+		*held = e
+		h.hold(ps, sk, q, held)
+		return false
+	}
+	h.deliver(ps, pk, e.pos)
+	return true
+}
+
+// readable returns e's origins but those on clusters the Consumer does
+// not read, which cannot pass: e is not held for them, and each is
+// reported (HANDOVER.md, section 6.4).
+func (h *holder) readable(e *entry) []router.Origin {
+	if len(e.tag.From) == 0 {
+		return nil
+	}
+	var from []router.Origin
+	for _, o := range e.tag.From {
+		if h.cluster(o.Cluster) == nil {
+			e.k.hold.forced.Add(1)
+			h.event(e, HandoverUnread, o, 1, 0)
+			continue
+		}
+		if _, forced := h.forced[o]; !forced {
+			from = append(from, o)
+		}
+	}
+	return from
+}
+
+// report records an event of one message without an origin.
+func (h *holder) report(e *entry, kind HandoverKind, err error) {
+	if kind == HandoverBad {
+		e.k.hold.bad.Add(1)
+	}
+	h.event(e, kind, router.Origin{}, 1, 0)
+	h.events[len(h.events)-1].Err = err
+}
+
+func (h *holder) event(e *entry, kind HandoverKind, o router.Origin, n int, held time.Duration) {
+	ev := HandoverEvent{Kind: kind, Cluster: e.k.name, Partition: int(e.pk.p), Slot: e.slot, Producer: e.tag.Producer,
+		Epoch: e.tag.Epoch, Origin: o, Messages: n, Held: held}
+	if o.Cluster != "" {
+		if k := h.cluster(o.Cluster); k != nil {
+			ps := h.parts[partKey{k, o.Partition}]
+			_, ev.OriginSeen = h.frontier(partKey{k, o.Partition}, ps)
+		}
+	}
+	h.events = append(h.events, ev)
+}
+
+// part returns pk's state, making it (and room in the cluster's frontier
+// table) the first time.
+func (h *holder) part(pk partKey) *partState {
+	ps := h.parts[pk]
+	if ps != nil {
+		return ps
+	}
+	ps = &partState{}
+	h.parts[pk] = ps
+	t := pk.k.hold.front.Load()
+	if t == nil || int(pk.p) >= len(t.p) {
+		n := max(8, int(pk.p)+1)
+		if t != nil {
+			n = max(n, 2*len(t.p))
+		}
+		nt := &frontTable{p: make([]front, n)}
+		if t != nil {
+			// Each old word is retired as packOverflow as it is copied:
+			// a steady-path take on another goroutine either stored
+			// before (and the copy has it) or finds the overflow and
+			// comes here, to the new table.
+			for i := range t.p {
+				nt.p[i].base.Store(t.p[i].base.Load())
+				nt.p[i].word.Store(t.p[i].word.Swap(packOverflow))
+			}
+		}
+		pk.k.hold.front.Store(nt)
+	}
+	return ps
+}
+
+// frontier returns the highest position taken from pk; ok is false while
+// nothing of pk was taken. ps may be nil.
+func (h *holder) frontier(pk partKey, ps *partState) (router.Position, bool) {
+	t := pk.k.hold.front.Load()
+	if t == nil || int(pk.p) >= len(t.p) {
+		return router.Position{}, false
+	}
+	f := &t.p[pk.p]
+	switch v := f.word.Load(); {
+	case v == 0:
+		return router.Position{}, false
+	case v == packOverflow && ps != nil:
+		return ps.full, true
+	default:
+		return unpack(v, f.base.Load()), true
+	}
+}
+
+// raise moves the highest position taken from pk up to pos (never down:
+// a redelivery comes below it) and queues pk to settle when it moved. Steady-path takes on
+// other goroutines compare-and-swap the word (never down either); a base
+// moves only here, with the word at packOverflow meanwhile, so that none
+// of them packs against the wrong base.
+func (h *holder) raise(pk partKey, ps *partState, pos router.Position) {
+	f := &pk.k.hold.front.Load().p[pk.p]
+	for {
+		w := f.word.Load()
+		if cur, ok := h.frontier(pk, ps); ok && pos.Compare(cur) <= 0 {
+			return
+		}
+		if v, fits := pack(pos.Ledger-f.base.Load(), pos.Entry, pos.Batch); fits {
+			if !f.word.CompareAndSwap(w, v) {
+				continue
+			}
+		} else if !f.word.CompareAndSwap(w, packOverflow) {
+			continue
+		} else if v, fits := pack(0, pos.Entry, pos.Batch); fits {
+			f.base.Store(pos.Ledger)
+			f.word.Store(v)
+		} else {
+			ps.full = pos
+		}
+		h.work = append(h.work, pk)
+		return
+	}
+}
+
+// deliver records a message of pk taken (handed over, held, or a marker).
+func (h *holder) deliver(ps *partState, pk partKey, pos router.Position) {
+	h.raise(pk, ps, pos)
+}
+
+// within reports whether every message of ps taken at or before pos has
+// been delivered.
+func within(ps *partState, pos router.Position) bool {
+	return ps == nil || len(ps.held) == 0 || ps.held[0].pos.Compare(pos) > 0
+}
+
+// marker takes a marker: it counts as delivered, and is acknowledged once
+// within the frontier (at once on a Shared subscription).
+func (h *holder) marker(e *entry) {
+	e.k.hold.markers.Add(1)
+	if !h.track {
+		h.acks = append(h.acks, e)
+		return
+	}
+	ps := h.part(e.pk)
+	h.deliver(ps, e.pk, e.pos)
+	ps.markers = append(ps.markers, e)
+	h.ackWithin(e.pk, ps)
+}
+
+// ackWithin queues the acknowledgement of pk's markers within its
+// frontier: taken, and no message before them held.
+func (h *holder) ackWithin(pk partKey, ps *partState) {
+	keep := ps.markers[:0]
+	for _, m := range ps.markers {
+		if within(ps, m.pos) {
+			h.acks = append(h.acks, m)
+		} else {
+			keep = append(keep, m)
+		}
+	}
+	clear(ps.markers[len(keep):])
+	ps.markers = keep
+}
+
+// hold queues e behind q (a new queue when q is nil).
+func (h *holder) hold(ps *partState, sk slotKey, q *queue, e *entry) {
+	i := len(ps.held) // in position order: at the end but for a redelivery
+	for i > 0 && ps.held[i-1].pos.Compare(e.pos) > 0 {
+		i--
+	}
+	ps.held = slices.Insert(ps.held, i, e)
+	h.deliver(ps, sk.partKey, e.pos)
+	h.held++
+	h.busy.Add(1)
+	e.k.hold.held.Add(1)
+	e.k.hold.heldTotal.Add(1)
+	if h.oldest.IsZero() {
+		h.oldest = e.since
+	}
+	if q != nil {
+		// In position order too: goroutines taking at the same time can
+		// bring an earlier message after a later one is held.
+		i := len(q.items)
+		for i > 0 && q.items[i-1].pos.Compare(e.pos) > 0 {
+			i--
+		}
+		if q.items = slices.Insert(q.items, i, e); i == 0 {
+			h.drain(q)
+		}
+	} else {
+		q = &queue{key: sk, items: []*entry{e}}
+		h.queues[sk] = q
+		h.drain(q)
+	}
+	for h.held > h.max {
+		h.forceOldest()
+	}
+}
+
+// drain delivers q's messages from its head while their origins have
+// passed, and leaves q waiting on the first that has not.
+func (h *holder) drain(q *queue) {
+	h.unwait(q)
+	for len(q.items) > 0 {
+		e := q.items[0]
+		if o, ok := h.blocking(e); ok {
+			pk := partKey{h.cluster(o.Cluster), o.Partition}
+			q.waitOn = pk
+			if h.waiting[pk] == nil {
+				h.waiting[pk] = map[*queue]struct{}{}
+			}
+			h.waiting[pk][q] = struct{}{}
+			return
+		}
+		q.items[0] = nil
+		q.items = q.items[1:]
+		h.release(e)
+	}
+	delete(h.queues, q.key)
+}
+
+func (h *holder) unwait(q *queue) {
+	if q.waitOn.k == nil {
+		return
+	}
+	if w := h.waiting[q.waitOn]; w != nil {
+		delete(w, q)
+		if len(w) == 0 {
+			delete(h.waiting, q.waitOn)
+		}
+	}
+	q.waitOn = partKey{}
+}
+
+// blocking returns e's first origin that has not passed, dropping those
+// that have.
+func (h *holder) blocking(e *entry) (router.Origin, bool) {
+	for len(e.tag.From) > 0 {
+		o := e.tag.From[0]
+		k := h.cluster(o.Cluster)
+		if _, forced := h.forced[o]; !forced && k != nil {
+			pk := partKey{k, o.Partition}
+			ps := h.parts[pk]
+			if f, ok := h.frontier(pk, ps); !ok || f.Compare(o.Pos) < 0 || !within(ps, o.Pos) {
+				return o, true
+			}
+		}
+		e.tag.From = e.tag.From[1:]
+	}
+	return router.Origin{}, false
+}
+
+// release moves a held message to ready; when it was its partition's
+// first held, the partition's frontier moves up to the next.
+func (h *holder) release(e *entry) {
+	e.released = true
+	h.ready = append(h.ready, e)
+	h.held--
+	e.k.hold.held.Add(-1)
+	e.k.hold.heldFor.Add(int64(h.t.Sub(e.since)))
+	ps := h.parts[e.pk]
+	i := 0
+	for i < len(ps.held) && ps.held[i].released {
+		i++
+	}
+	if i == 0 {
+		return
+	}
+	clear(ps.held[:i])
+	if ps.held = ps.held[i:]; len(ps.held) == 0 {
+		ps.held = nil
+	}
+	h.work = append(h.work, e.pk)
+}
+
+// settle drains the queues waiting on every partition whose frontier
+// advanced, until no frontier moves.
+func (h *holder) settle() {
+	for len(h.work) > 0 {
+		pk := h.work[len(h.work)-1]
+		h.work = h.work[:len(h.work)-1]
+		if ps := h.parts[pk]; ps != nil {
+			h.ackWithin(pk, ps)
+		}
+		qs := h.waiting[pk]
+		delete(h.waiting, pk)
+		for q := range qs {
+			q.waitOn = partKey{}
+			h.drain(q)
+		}
+	}
+	if h.held == 0 {
+		h.oldest = time.Time{}
+	}
+}
+
+// expire releases every hold older than the timeout.
+func (h *holder) expire(now time.Time) {
+	if h.held == 0 || now.Sub(h.oldest) < h.timeout {
+		return
+	}
+	oldest := time.Time{}
+	for _, q := range h.queues {
+		since := q.items[0].since
+		if now.Sub(since) >= h.timeout {
+			h.force(q, HandoverTimeout, now)
+		} else if oldest.IsZero() || since.Before(oldest) {
+			oldest = since
+		}
+	}
+	h.oldest = oldest
+}
+
+// forceOldest releases the queue of the oldest held message.
+func (h *holder) forceOldest() {
+	var old *queue
+	for _, q := range h.queues {
+		if old == nil || q.items[0].seq < old.items[0].seq {
+			old = q
+		}
+	}
+	h.force(old, HandoverLimit, h.t)
+}
+
+// force delivers q whole, in order, and reports it naming its head's
+// origin that had not passed; later messages owing that origin are not
+// held for it.
+func (h *holder) force(q *queue, kind HandoverKind, now time.Time) {
+	h.unwait(q)
+	head := q.items[0]
+	o, _ := h.blocking(head)
+	h.event(head, kind, o, len(q.items), now.Sub(head.since))
+	if o.Cluster != "" {
+		if len(h.forced) >= maxForced {
+			clear(h.forced)
+		}
+		h.forced[o] = struct{}{}
+	}
+	for i, e := range q.items {
+		e.k.hold.forced.Add(1)
+		h.release(e)
+		q.items[i] = nil
+	}
+	q.items = nil
+	delete(h.queues, q.key)
+}
+
+// tick releases the holds older than the timeout; the monitor calls it.
+func (h *holder) tick() {
+	if h.busy.Load() == 0 {
+		return
+	}
+	h.mu.Lock()
+	h.t = h.now()
+	h.expire(h.t)
+	h.settle()
+	h.unlock()
+}
+
+// pop returns the first released message not yet taken.
+func (h *holder) pop() (pulsar.Message, *cluster, bool) {
+	h.mu.Lock()
+	if len(h.ready) == 0 {
+		h.mu.Unlock()
+		return nil, nil, false
+	}
+	e := h.ready[0]
+	h.ready[0] = nil
+	h.ready = h.ready[1:]
+	more := len(h.ready) > 0
+	h.mu.Unlock()
+	h.busy.Add(-1)
+	if more {
+		h.signal()
+	}
+	return e.raw, e.k, true
+}
+
+// ackMarker acknowledges a marker on its cluster. Under AckWithResponse
+// the acknowledgement is sent from a goroutine of its own, so that a
+// take never waits for a broker.
+func (c *Consumer) ackMarker(k *cluster, raw pulsar.Message) {
+	if !c.cfg.ackWithResponse {
+		_ = k.link.stream.Ack(raw) // one that fails comes again, and is taken again
+		return
+	}
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		return
+	}
+	c.acks.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.acks.Done()
+		_ = k.link.stream.Ack(raw)
+	}()
+}
+
+// cluster returns the cluster of the Consumer named name; nil when it
+// reads none of that name.
+func (h *holder) cluster(name string) *cluster { return h.c.byName[name] }
+
+// health fills h's hand-over counters.
+func (ch *clusterHold) health(h *ClusterHealth) {
+	h.Held, h.HeldTotal, h.Markers = ch.held.Load(), ch.heldTotal.Load(), ch.markers.Load()
+	h.ForcedReleases, h.Unordered, h.BadHandover = ch.forced.Load(), ch.unordered.Load(), ch.bad.Load()
+	h.HoldTime = time.Duration(ch.heldFor.Load())
+}
+
+// forget ends the holds that cluster k takes part in, for a live
+// topology change that stops reading k: a queue waiting on one of k's
+// partitions can no longer pass (HANDOVER.md, section 6.4), and a queue
+// of k's messages would wait for nothing. Each is delivered in order and
+// reported as HandoverUnread; k's frontiers are forgotten. Call it while
+// k is still among the Consumer's clusters (so that the reports name the
+// origin), once nothing takes from k any more.
+func (h *holder) forget(k *cluster) {
+	h.mu.Lock()
+	h.t = h.now()
+	for _, q := range h.queues {
+		if q.waitOn.k == k || q.key.k == k {
+			h.force(q, HandoverUnread, h.t)
+		}
+	}
+	for pk, ps := range h.parts {
+		if pk.k == k {
+			h.acks = append(h.acks, ps.markers...)
+			delete(h.parts, pk)
+		}
+	}
+	k.hold.front.Store(nil)
+	h.settle()
+	h.unlock()
+}

@@ -1,0 +1,245 @@
+package consumer_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keyroute/keyroute/consumer"
+	"github.com/keyroute/keyroute/router"
+)
+
+// A producer's hand-overs simulated as HANDOVER.md section 5 writes them
+// (markers on the old owners, moved messages tagged with their open
+// origins until a tagged one is acknowledged, carried over across
+// changes), keys moving at random between partitions of three clusters,
+// each cluster's partitions interleaved at random, read one by one or in
+// batches: every key's
+// messages come in the order they were sent, no hold is forced, and
+// every marker is acknowledged.
+func TestHoldKeepsEveryKeysOrderAcrossRandomChanges(t *testing.T) {
+	for seed := range int64(40) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { randomHandovers(t, seed, false) })
+	}
+}
+
+// Goroutines taking at the same time (Receive, ReceiveInto and Chan) get
+// every message exactly once through the holds, and no hold is left
+// behind; a partition's messages have no order between such goroutines,
+// hold or not.
+func TestHoldConcurrentTakers(t *testing.T) {
+	for seed := range int64(20) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { randomHandovers(t, seed, true) })
+	}
+}
+
+func randomHandovers(t *testing.T, seed int64, concurrent bool) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
+	const clusters, keys, sends = 3, 8, 300
+	parts := 2
+	if concurrent { // partitions beyond the first frontier table's 8
+		parts += int(seed % 12)
+	}
+	type place struct{ c, p int }
+	type rec struct {
+		key, value string
+		props      map[string]string
+	}
+	logs := map[place][]rec{}
+	owner := make([]place, keys)
+	open := make([][]router.Origin, keys) // origins owed by the key's next messages
+	unacked := make([]int, keys)          // tagged sends left before one is acknowledged
+	slots := map[int]bool{}
+	names := make([]string, keys)
+	for i := range keys {
+		owner[i] = place{rng.IntN(clusters), rng.IntN(parts)}
+		for j := 0; ; j++ { // keys of distinct slots: each its own queue
+			n := fmt.Sprintf("key%d-%d", i, j)
+			if s := router.Slot(router.Hash(n)); !slots[s] {
+				slots[s], names[i] = true, n
+				break
+			}
+		}
+	}
+	seq := make([]int, keys)
+	epoch := uint64(0)
+	markers := 0
+	for range sends {
+		if rng.IntN(25) == 0 { // a change moves some keys
+			epoch++
+			marked := map[place]router.Position{}
+			for i := range keys {
+				if rng.IntN(3) != 0 {
+					continue
+				}
+				to := place{rng.IntN(clusters), rng.IntN(parts)}
+				if to == owner[i] {
+					continue
+				}
+				from := owner[i]
+				pos, ok := marked[from]
+				if !ok {
+					pos = router.Position{Ledger: 1, Entry: int64(len(logs[from])), Batch: -1}
+					logs[from] = append(logs[from], rec{props: router.Marker{Producer: pid, Epoch: epoch, Moved: 1}.Properties()})
+					marked[from] = pos
+					markers++
+				}
+				open[i] = append(open[i], router.Origin{Cluster: fmt.Sprint("c", from.c+1), Partition: int32(from.p), Pos: pos})
+				unacked[i] = 1 + rng.IntN(4)
+				owner[i] = to
+			}
+		}
+		i := rng.IntN(keys)
+		r := rec{key: names[i], value: fmt.Sprintf("%s/%d", names[i], seq[i])}
+		seq[i]++
+		if len(open[i]) > 0 {
+			r.props = map[string]string{}
+			router.Tag{Producer: pid, Epoch: epoch, From: slices.Clone(open[i])}.AddTo(r.props)
+			if unacked[i]--; unacked[i] == 0 {
+				open[i] = nil
+			}
+		}
+		logs[owner[i]] = append(logs[owner[i]], r)
+	}
+
+	bed := newFakeBed(sends + 64)
+	c := newConsumer(t, bed, clusters)
+	total := 0
+	for ci := range clusters {
+		s := bed.stream(fmt.Sprint("c", ci+1))
+		next := make([]int, parts)
+		for {
+			var left []int
+			for p := range parts {
+				if next[p] < len(logs[place{ci, p}]) {
+					left = append(left, p)
+				}
+			}
+			if len(left) == 0 {
+				break
+			}
+			p := left[rng.IntN(len(left))]
+			r := logs[place{ci, p}][next[p]]
+			next[p]++
+			s.pushProps(int32(p), r.key, r.value, r.props)
+			if r.value != "" {
+				total++
+			}
+		}
+	}
+	var got []string
+	if concurrent {
+		got = takeConcurrently(t, c, total)
+		slices.Sort(got)
+		assert.Len(t, slices.Compact(slices.Clone(got)), total, "each once")
+		got = nil
+		none(t, c) // takes the markers left behind the last message
+		// Chan's goroutine may be acknowledging a marker it took.
+		require.NoError(t, c.Close(context.Background()))
+	} else if seed%2 == 0 {
+		got = recv(t, c, total)
+	} else { // batches
+		buf := make([]consumer.Message, 1+rng.IntN(16))
+		for len(got) < total {
+			n, err := c.ReceiveInto(context.Background(), buf)
+			require.NoError(t, err)
+			for _, m := range buf[:n] {
+				got = append(got, string(m.Value))
+			}
+		}
+	}
+	if !concurrent {
+		none(t, c)
+	}
+	last := map[string]int{}
+	for _, v := range got {
+		var k string
+		var n int
+		_, err := fmt.Sscanf(strings.Replace(v, "/", " ", 1), "%s %d", &k, &n)
+		require.NoError(t, err)
+		if prev, ok := last[k]; ok {
+			require.Greater(t, n, prev, "key %s: %q", k, got)
+		}
+		last[k] = n
+	}
+	acked := 0
+	for ci := range clusters {
+		h := health(c, fmt.Sprint("c", ci+1))
+		assert.Zero(t, h.ForcedReleases)
+		assert.Zero(t, h.Held)
+		acked += len(bed.stream(fmt.Sprint("c", ci+1)).log())
+	}
+	assert.Equal(t, markers, acked, "every marker acknowledged once")
+}
+
+// takeConcurrently takes total messages with Receive, ReceiveInto and
+// Chan at once and returns their values.
+func takeConcurrently(t *testing.T, c *consumer.Consumer, total int) []string {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var got []string
+	all := make(chan struct{})
+	add := func(v string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if got = append(got, v); len(got) == total {
+			close(all)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		for {
+			m, err := c.Receive(ctx)
+			if err != nil {
+				return
+			}
+			add(string(m.Value))
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		buf := make([]consumer.Message, 5)
+		for {
+			n, err := c.ReceiveInto(ctx, buf)
+			if err != nil {
+				return
+			}
+			for _, m := range buf[:n] {
+				add(string(m.Value))
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		ch := c.Chan()
+		for {
+			select {
+			case m := <-ch:
+				add(string(m.Value))
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	select {
+	case <-all:
+	case <-time.After(time.Minute): // a guard against a hang, not a bound
+		mu.Lock()
+		t.Errorf("took %d of %d", len(got), total)
+		mu.Unlock()
+	}
+	cancel()
+	wg.Wait()
+	return got
+}
