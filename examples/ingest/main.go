@@ -29,6 +29,7 @@ import (
 
 	"github.com/keyroute/keyroute/internal/admin"
 	"github.com/keyroute/keyroute/internal/ingest"
+	"github.com/keyroute/keyroute/internal/reload"
 	"github.com/keyroute/keyroute/internal/testbed"
 	"github.com/keyroute/keyroute/plugin/kotel"
 	"github.com/keyroute/keyroute/plugin/kzap"
@@ -111,6 +112,19 @@ func run(topoPath, topic, addr string, partitions int, verbose bool) error {
 	if err != nil {
 		_ = p.Close(context.Background())
 		return err
+	}
+	if topoPath != "" {
+		// Edit the file and send SIGHUP: the producer moves to it live,
+		// keeping each key's order (its log reports the change and, once
+		// handed over, the moved keys' stall).
+		stopReload := reload.OnHangup(topoPath, topo, p.Update, func(c reload.Change) {
+			if c.Err != nil {
+				z.Warn(c.String())
+				return
+			}
+			z.Info(c.String())
+		})
+		defer stopReload()
 	}
 	z.Info("serving", zap.String("addr", ln.Addr().String()), zap.String("topic", topic), zap.Strings("clusters", p.Clusters()))
 	return ingest.Run(ctx, ln, ingest.New(p, ingest.Options{Log: kzap.Slog(z)}), 30*time.Second)

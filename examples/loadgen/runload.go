@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keyroute/keyroute"
+	"github.com/keyroute/keyroute/internal/reload"
 	"github.com/keyroute/keyroute/producer"
 	"github.com/keyroute/keyroute/topology"
 )
@@ -122,6 +123,9 @@ func runLoad(ctx context.Context, cfg *config, topo *topology.Topology, topics [
 		return exitFailure
 	}
 	l := newLoad(cfg, ps[0], rec)
+	if cfg.topology != "" {
+		defer reloadOnHangup(ctx, cfg.topology, topo, cs, ps[0], stderr)()
+	}
 
 	var hl *histLog
 	if cfg.histFile != "" {
@@ -226,4 +230,37 @@ func ombMetaOf(cfg *config, clusters int) ombMeta {
 		m.workload = strings.TrimSpace(fmt.Sprintf("loadgen %d B, rate %s, %d partitions", cfg.size, rateText(cfg.rate), cfg.partitions))
 	}
 	return m
+}
+
+// reloadOnHangup applies the topology file again on SIGHUP: through cs
+// (every producer and consumer follows), or to p alone. It prints the
+// change, and the moved keys' stall once p has handed them over. Per-key
+// placement in the report stays that of the start.
+func reloadOnHangup(ctx context.Context, path string, topo *topology.Topology, cs *keyroute.Clients, p *producer.Producer, w io.Writer) (stop func()) {
+	apply := p.Update
+	if cs != nil {
+		apply = cs.Update
+	}
+	return reload.OnHangup(path, topo, apply, func(c reload.Change) {
+		fmt.Fprintln(w, "loadgen: SIGHUP:", c)
+		if c.Err != nil {
+			return
+		}
+		go func() {
+			t := time.NewTicker(100 * time.Millisecond)
+			defer t.Stop()
+			for {
+				if ch, ok := p.LastChange(); ok && ch.Done {
+					fmt.Fprintf(w, "loadgen: epoch %d handed over: %d messages of moved keys held, stall %s, %d forced\n",
+						ch.Epoch, ch.Held, ch.Stall.Round(time.Millisecond), ch.Forced)
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		}()
+	})
 }
