@@ -22,6 +22,12 @@ var (
 	// nil or invalid topology; the error names the cluster and field. Fix
 	// the topology file.
 	ErrBadTopology = keyroute.ErrBadTopology
+	// ErrConnect is matched by Health's Err for a cluster that is not
+	// subscribed (yet), and by New's error, for each cluster it names,
+	// when its ctx ended before the cluster answered: the *ClusterError
+	// names the cluster and holds the last attempt's error. Check that
+	// cluster's URL and credentials; it joins by itself once it answers.
+	ErrConnect = errors.New("consumer: cannot subscribe")
 	// ErrTopicNotFound is returned by New (in a *ClusterError) when the
 	// topic does not exist on a cluster (see RequireTopic). Create it
 	// there (keyroute topics create), then retry.

@@ -26,6 +26,9 @@ type link struct {
 	probe func() error
 	// close releases the connection after the stream is closed.
 	close func()
+	// backlog, when set, returns the subscription's backlog on the
+	// cluster in place of the admin API (fakes).
+	backlog func() (int64, error)
 }
 
 // subConfig is what a connector needs to subscribe on one cluster.

@@ -112,7 +112,7 @@ func (c *Consumer) receiveBatch(ctx context.Context, room func(held int) []Messa
 		n := 1
 		for ; n < len(ms); n++ {
 			var ok bool
-			if cm, k, ok = c.poll(k.idx + 1); !ok {
+			if cm, k, ok = c.poll(k.idx.Load() + 1); !ok {
 				break
 			}
 			ms[n].fill(cm.Message, k)
@@ -202,12 +202,18 @@ func (c *Consumer) enter(ctx context.Context) (*pause, error) {
 }
 
 // first takes one message under the gate: one already there, else the
-// first to come. It returns errSeekBegun when a seek begins first.
+// first to come. It returns errSeekBegun when a seek begins first. When
+// the cluster set changes while it waits, it looks again.
 func (c *Consumer) first(ctx context.Context, p *pause) (pulsar.ConsumerMessage, *cluster, error) {
-	if cm, k, ok := c.poll(c.rotor.Load()); ok {
-		return cm, k, nil
+	for {
+		if cm, k, ok := c.poll(c.rotor.Load()); ok {
+			return cm, k, nil
+		}
+		cm, k, err := c.wait(ctx, p.begin)
+		if err != errSetChanged {
+			return cm, k, err
+		}
 	}
-	return c.wait(ctx, p.begin)
 }
 
 // poll takes a message that is already there, trying the clusters in
@@ -215,10 +221,14 @@ func (c *Consumer) first(ctx context.Context, p *pause) (pulsar.ConsumerMessage,
 // every cluster's channel is empty. It moves the rotor past the cluster
 // it took from.
 func (c *Consumer) poll(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
-	n := uint32(len(c.clusters))
+	ks := c.set.Load().read
+	n := uint32(len(ks))
+	if n == 0 {
+		return pulsar.ConsumerMessage{}, nil, false
+	}
 	i := start % n
 	for range n {
-		k := c.clusters[i]
+		k := ks[i]
 		select {
 		case cm, ok := <-k.in:
 			if ok {
@@ -240,7 +250,7 @@ func (c *Consumer) poll(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
 // batch's size, counted after its first message is taken.
 func (c *Consumer) held() int {
 	n := 1
-	for _, k := range c.clusters {
+	for _, k := range c.set.Load().read {
 		n += len(k.in)
 	}
 	return n

@@ -2,13 +2,15 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"reflect"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
 // wait blocks until a message comes on any cluster's channel, ctx ends,
-// the Consumer closes (ErrClosed) or begin is closed (errSeekBegun). Go's
+// the Consumer closes (ErrClosed), begin is closed (errSeekBegun) or the
+// cluster set changes (errSetChanged: look again). Go's
 // select picks at random among the channels that are ready, so no cluster
 // is favoured. Up to four clusters it is a plain select; beyond, a
 // reflect.Select, which allocates: a wait is taken only when every
@@ -20,8 +22,16 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		ok bool
 		k  *cluster
 	)
-	ks := c.clusters
+	s := c.set.Load()
+	ks, changed := s.read, s.changed
 	switch len(ks) {
+	case 0:
+		select {
+		case <-done:
+		case <-c.closing:
+		case <-begin:
+		case <-changed:
+		}
 	case 1:
 		select {
 		case cm, ok = <-ks[0].in:
@@ -29,6 +39,7 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		case <-done:
 		case <-c.closing:
 		case <-begin:
+		case <-changed:
 		}
 	case 2:
 		select {
@@ -39,6 +50,7 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		case <-done:
 		case <-c.closing:
 		case <-begin:
+		case <-changed:
 		}
 	case 3:
 		select {
@@ -51,6 +63,7 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		case <-done:
 		case <-c.closing:
 		case <-begin:
+		case <-changed:
 		}
 	case 4:
 		select {
@@ -65,14 +78,17 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		case <-done:
 		case <-c.closing:
 		case <-begin:
+		case <-changed:
 		}
 	default:
-		cm, ok, k = c.waitMany(done, begin)
+		cm, ok, k = c.waitMany(ks, done, begin, changed)
 	}
 	switch {
 	case k != nil && ok:
-		c.rotor.Store(k.idx + 1)
+		c.rotor.Store(k.idx.Load() + 1)
 		return cm, k, nil
+	case k != nil && k.gone.Load(): // closed with its subscription, which has left the set
+		return cm, nil, errSetChanged
 	case k != nil: // a closed channel: the cluster's consumer is gone
 		return cm, nil, ErrClosed
 	case c.closed.Load():
@@ -80,24 +96,33 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 	case ctx.Err() != nil:
 		return cm, nil, ctx.Err()
 	}
+	select {
+	case <-changed:
+		return cm, nil, errSetChanged
+	default:
+	}
 	return cm, nil, errSeekBegun
 }
 
+// errSetChanged ends a wait on a cluster set that was replaced: the take
+// looks again.
+var errSetChanged = errors.New("consumer: cluster set changed")
+
 // waitMany is wait's select over any number of clusters.
-func (c *Consumer) waitMany(done, begin <-chan struct{}) (pulsar.ConsumerMessage, bool, *cluster) {
-	cases := make([]reflect.SelectCase, len(c.clusters), len(c.clusters)+3)
-	for i, k := range c.clusters {
+func (c *Consumer) waitMany(ks []*cluster, done, begin, changed <-chan struct{}) (pulsar.ConsumerMessage, bool, *cluster) {
+	cases := make([]reflect.SelectCase, len(ks), len(ks)+4)
+	for i, k := range ks {
 		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(k.in)}
 	}
-	for _, ch := range []<-chan struct{}{done, c.closing, begin} {
+	for _, ch := range []<-chan struct{}{done, c.closing, begin, changed} {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
 	}
 	i, v, ok := reflect.Select(cases)
-	if i >= len(c.clusters) {
+	if i >= len(ks) {
 		return pulsar.ConsumerMessage{}, false, nil
 	}
 	if !ok {
-		return pulsar.ConsumerMessage{}, false, c.clusters[i]
+		return pulsar.ConsumerMessage{}, false, ks[i]
 	}
-	return v.Interface().(pulsar.ConsumerMessage), true, c.clusters[i]
+	return v.Interface().(pulsar.ConsumerMessage), true, ks[i]
 }
