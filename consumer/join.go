@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/keyroute/keyroute"
 	"github.com/keyroute/keyroute/topology"
 )
@@ -34,6 +36,41 @@ import (
 // first attempt whose subscribe request had already gone out when New
 // returned, and that the broker answers only later, makes its
 // subscription at InitialPosition.
+
+// atLatestThenEarliest makes the subscription o asks for at Latest exist
+// on every partition the topic has now, then sets o to Earliest; o at
+// Earliest already is left alone. pulsar-client-go v0.21.0 subscribes the
+// partitions it discovers later (every AutoDiscoveryPeriod, see
+// pulsar/consumer_impl.go: internalTopicSubscribeToPartitions) with the
+// SubscriptionInitialPosition the consumer was made with, so a consumer
+// made at Latest would make its subscription on a new partition at Latest
+// when it finds it, up to a PartitionsAutoDiscoveryInterval after
+// producers began writing there, and skip what they wrote. Made at
+// Earliest, it starts a new partition's subscription at its first
+// message; the Latest that InitialPosition asks for holds for the
+// partitions there at New, through a short-lived consumer that makes the
+// subscription there and is closed before the real one subscribes (it
+// takes at most one message per partition, which comes again).
+func atLatestThenEarliest(client pulsar.Client, o *pulsar.ConsumerOptions) error {
+	if o.SubscriptionInitialPosition != pulsar.SubscriptionPositionLatest {
+		return nil
+	}
+	pre := *o
+	pre.ReceiverQueueSize = 1
+	pre.MessageChannel = make(chan pulsar.ConsumerMessage, 1)
+	pre.AutoDiscoveryPeriod = time.Hour // it lives for one call
+	if o.Decryption != nil {
+		d := *o.Decryption
+		pre.Decryption = &d
+	}
+	pc, err := client.Subscribe(pre)
+	if err != nil {
+		return err
+	}
+	pc.Close()
+	o.SubscriptionInitialPosition = pulsar.SubscriptionPositionEarliest
+	return nil
+}
 
 // errNoAnswer is a cluster's state before its first attempt ended.
 var errNoAnswer = errors.New("no answer yet")

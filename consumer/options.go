@@ -196,7 +196,12 @@ func Subscription(name string) Opt { return optFunc(func(c *cfg) { c.subscriptio
 // batch mixing keys goes to one consumer whole.
 func Type(t SubscriptionType) Opt { return optFunc(func(c *cfg) { c.subType = t }) }
 
-// InitialPosition sets where a new subscription starts (default Latest).
+// InitialPosition sets where a new subscription starts (default Latest) on
+// the partitions the topic has on each cluster when New subscribes there.
+// A cluster that joins later (see New), one an Update adds, and a
+// partition found later (PartitionsAutoDiscoveryInterval) start a new
+// subscription at Earliest whatever it says, so that nothing producers
+// wrote there before the Consumer subscribed is skipped.
 func InitialPosition(p Position) Opt { return optFunc(func(c *cfg) { c.position = p }) }
 
 // Name names this consumer on every cluster (the broker shows it in topic

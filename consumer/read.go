@@ -91,6 +91,9 @@ func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, 
 	if err != nil {
 		return nil, err
 	}
+	if err := atLatestThenEarliest(client, &o); err != nil {
+		return nil, err
+	}
 	pc, err := client.Subscribe(o)
 	if err != nil {
 		return nil, err
@@ -122,6 +125,7 @@ func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
 		AckWithResponse:                sc.ackWithResponse,
 		EnableBatchIndexAcknowledgment: sc.batchIndexAck,
 		AckGroupingOptions:             ackGrouping(sc.cfg),
+		AutoDiscoveryPeriod:            sc.discoverEvery,
 		// Small: Receive takes from it directly; the bound on memory is
 		// the receiver queues (MaxBuffered).
 		MessageChannel: make(chan pulsar.ConsumerMessage, min(queue, 10)),
