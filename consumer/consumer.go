@@ -138,11 +138,11 @@ type cluster struct {
 // answered by then start down (Health says so and why: Connected is
 // false, Err the last attempt's error), and each joins by itself when it
 // answers, tried every ProbeInterval; Receive, ReceiveBatch, ReceiveInto
-// and Chan take its messages from then on. A cluster that joins after New
-// has returned subscribes at Earliest whatever InitialPosition says: an
-// existing subscription resumes from its cursor, a new one starts at the
-// first message still stored, so nothing written while it was out is
-// skipped. A cluster that answers with an error (the topic missing there,
+// and Chan take its messages from then on. A cluster that is not
+// subscribed at its first attempt subscribes at Earliest whatever
+// InitialPosition says: an existing subscription resumes from its cursor,
+// a new one starts at the first message still stored, so nothing written
+// while it was out is skipped. A cluster that answers with an error (the topic missing there,
 // the subscription busy, credentials refused) before then makes New fail,
 // naming it; RequireAllClusters makes New wait for every cluster and fail
 // unless all subscribed. With WithClients, a cluster whose shared client
@@ -196,6 +196,8 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 	for _, m := range members {
 		co.startAttempt(startCtx, m)
 	}
+	co.bg.Add(1)
+	go co.monitor() // probes, and tries again the clusters whose first attempt failed
 	err := co.awaitJoins(ctx, members, c.startAll)
 	endStart()
 	if err == nil && c.clients != nil {
@@ -208,8 +210,6 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 		_ = co.Close(ctx)
 		return nil, err
 	}
-	co.bg.Add(1)
-	go co.monitor()
 	return co, nil
 }
 

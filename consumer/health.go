@@ -42,14 +42,16 @@ type ClusterHealth struct {
 	Lag time.Duration
 	// Backlog is the subscription's backlog on the cluster (messages not
 	// yet acknowledged), from the cluster's admin API; -1 when the
-	// topology gives no admin URL or the call failed (BacklogErr).
+	// topology gives no admin URL, the call failed (BacklogErr), or the
+	// cluster is not subscribed (BacklogErr is Err).
 	Backlog    int64
 	BacklogErr error
 }
 
-// Health returns the state of every cluster, in topology order. It asks
-// the admin API of each cluster that has one for the backlog, in
-// parallel, bounded by ctx; the rest is read from counters. After Close
+// Health returns the state of every cluster, in topology order, then the
+// clusters an Update removed that are still draining. It asks the admin
+// API of each cluster that has one for the backlog, in parallel, bounded
+// by ctx; the rest is read from counters. After Close
 // the counts are final (Connected is the last probe's answer) and the
 // backlog is not asked for (BacklogErr matches ErrClosed).
 func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
@@ -67,8 +69,10 @@ func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 			Delivered: k.delivered.Load(), Acked: k.acked.Load(), Nacked: k.nacked.Load(),
 			Redelivered: k.redelivered.Load(), Lag: since(k.lastPublish.Load()), Backlog: -1,
 		}
-		if cur == nil {
+		if cur == nil { // not asked: its admin API may not answer either
 			h.Err = c.connectError(k, k.lastErr())
+			h.BacklogErr = h.Err
+			continue
 		}
 		if !k.knowsBacklog() {
 			continue

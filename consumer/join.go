@@ -25,10 +25,10 @@ import (
 // the read set, so that takes read it from their next look (a take
 // waiting on the old set is woken by its changed channel).
 //
-// The position: an attempt started by New subscribes at InitialPosition,
-// as long as New has not returned (its ctx ends then, and the attempt
-// stops before it subscribes: see subscribe). Every later attempt (the
-// monitor's, an Update's) subscribes at Earliest, which keeps the cursor
+// The position: the first attempt, started by New, subscribes at
+// InitialPosition, as long as New has not returned (its ctx ends then,
+// and the attempt stops before it subscribes: see subscribe). Every later
+// attempt (the monitor's, an Update's) subscribes at Earliest, which keeps the cursor
 // of a subscription that exists and starts a new one at the first message
 // still stored: producers may have written to a cluster that was out
 // while the Consumer started, and a subscription made at Latest then

@@ -173,6 +173,10 @@ func (c *Consumer) withMembers(kept []*member) []*member {
 // cl: the next attempt subscribes with them, at Earliest.
 func (c *Consumer) redial(m *member, cl topology.Cluster) {
 	c.setMu.Lock()
+	if c.joinsStopped { // Close closes the subscription
+		c.setMu.Unlock()
+		return
+	}
 	k := m.cur.Swap(nil)
 	m.jmu.Lock()
 	m.cl, m.late, m.err = cl, true, errNoAnswer
@@ -197,6 +201,10 @@ func (c *Consumer) redial(m *member, cl topology.Cluster) {
 func (c *Consumer) undo(members, added []*member, changed []reconnect, undrained []*member) {
 	var closing []*cluster
 	c.setMu.Lock()
+	if c.joinsStopped { // Close closes the subscriptions
+		c.setMu.Unlock()
+		return
+	}
 	for _, m := range undrained {
 		m.removed.Store(true)
 		m.draining.Store(true)
