@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
@@ -49,7 +50,16 @@ type pulsarConnector struct{}
 
 func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, sc subConfig) (*link, error) {
 	if sc.requireTopic && sc.admin != nil {
-		if err := sc.admin.topicExists(ctx, sc.topic); err != nil {
+		// Bounded as a pulsar-client-go call is: a stopped broker's
+		// admin API accepts the connection and never answers.
+		op := cl.Client.OperationTimeout
+		if op <= 0 {
+			op = defaultOperationTimeout
+		}
+		actx, cancel := context.WithTimeout(ctx, op)
+		err := sc.admin.topicExists(actx, sc.topic)
+		cancel()
+		if err != nil {
 			return nil, clusterErr(cl.Name, "check topic", err)
 		}
 	}
@@ -171,6 +181,10 @@ func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
 	}
 	return o, nil
 }
+
+// defaultOperationTimeout is pulsar-client-go's operation timeout when the
+// topology gives none.
+const defaultOperationTimeout = 30 * time.Second
 
 // partitionSuffix marks the name of one partition of a partitioned topic.
 const partitionSuffix = "-partition-"

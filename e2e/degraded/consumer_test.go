@@ -1,0 +1,264 @@
+//go:build e2e
+
+package degraded
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/keyroute/keyroute"
+	"github.com/keyroute/keyroute/consumer"
+	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
+	"github.com/keyroute/keyroute/internal/testbed"
+)
+
+// early is how many messages are written to the fifth cluster before it
+// is taken out, on a topic where the degraded Consumer's subscription does
+// not exist there yet: it must read them once it joins.
+const early = 50
+
+var _ = Describe("consumer: one of five clusters out before New", Ordered, func() {
+	for _, f := range faults {
+		It(f.name+": New starts within its bound, the other four deliver at their rate, the fifth joins and its messages are read", func(sctx SpecContext) {
+			bed := suite.Bed
+			ctx, cancel := context.WithTimeout(sctx, 5*time.Minute)
+			defer cancel()
+			victim := bed.Clusters()[4]
+			four := bed.Clusters()[:4]
+			topic := "persistent://public/default/" + bedsuite.Unique("cdegraded")
+			bedsuite.CreateTopic(ctx, bed.Clusters(), topic, 3)
+			topo := withTimeouts(bed.Topology())
+			opts := func(sub string) []consumer.Opt {
+				return []consumer.Opt{consumer.Topic(topic), consumer.Subscription(sub),
+					consumer.StartTimeout(startTimeout), consumer.ProbeInterval(probeEvery)}
+			}
+			keep := consumer.ConfigureClient(func(_ string, o *pulsar.ClientOptions) { o.KeepAliveInterval = keepAlive })
+			writers := openWriters(ctx, four, topic)
+			DeferCleanup(func() {
+				for _, w := range writers {
+					w.Close()
+				}
+			})
+
+			suite.Step("healthy start and load")
+			t0 := time.Now()
+			c, err := consumer.New(ctx, topo, append(opts(bedsuite.Unique("healthy")), keep)...)
+			Expect(err).NotTo(HaveOccurred())
+			healthyNew := time.Since(t0)
+			healthy := offerAndRead(ctx, writers, c)
+			Expect(c.Close(ctx)).To(Succeed())
+			// The healthy subscription keeps these on the fifth until the
+			// degraded Consumer, which has no subscription there, joins.
+			writeTo(ctx, victim, topic, early)
+
+			suite.Step("break " + victim.Name + ", degraded start and load")
+			Expect(f.brk(victim)).To(Succeed())
+			t1 := time.Now()
+			c, err = consumer.New(ctx, topo, append(opts(bedsuite.Unique("degraded")), keep)...)
+			startTook := time.Since(t1)
+			Expect(err).NotTo(HaveOccurred(), "New starts with four of five clusters")
+			DeferCleanup(func() { _ = c.Close(context.Background()) })
+			// New waits StartTimeout for the fifth; the four subscribe as
+			// fast as in the healthy start; a second is room for a JVM stall.
+			startBound := startTimeout + 2*healthyNew + time.Second
+			Expect(startTook).To(BeNumerically("<=", startBound))
+			h := chealth(c, victim.Name)
+			Expect(h.Connected).To(BeFalse())
+			Expect(h.Err).To(MatchError(consumer.ErrConnect), "Health says why")
+			degraded := offerAndRead(ctx, writers, c)
+			for _, w := range four {
+				hr := float64(healthy.read[w.Name]) / healthy.took.Seconds()
+				dr := float64(degraded.read[w.Name]) / degraded.took.Seconds()
+				GinkgoWriter.Printf("%s: %.0f msg/s read after a healthy start, %.0f after a degraded one: %.3f\n", w.Name, hr, dr, dr/hr)
+				Expect(healthy.read[w.Name]).To(Equal(degraded.read[w.Name]), "every message offered is read")
+				Expect(dr/hr).To(BeNumerically(">=", 0.95), w.Name)
+			}
+
+			// The same through shared clients with transactions, whose
+			// client for the fifth is not made (keyroute.ErrNotOpen).
+			t2 := time.Now()
+			cs, err := keyroute.NewClients(topo, keyroute.Transactions(true), keyroute.StartTimeout(startTimeout),
+				keyroute.ConfigureClient(func(_ string, o *pulsar.ClientOptions) { o.KeepAliveInterval = keepAlive }))
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { _ = cs.Close() })
+			shared, err := consumer.New(ctx, topo, append(opts(bedsuite.Unique("shared")), consumer.WithClients(cs))...)
+			sharedTook := time.Since(t2)
+			Expect(err).NotTo(HaveOccurred(), "New with shared clients starts without the fifth's client")
+			DeferCleanup(func() { _ = shared.Close(context.Background()) })
+			Expect(sharedTook).To(BeNumerically("<=", startTimeout+startBound))
+			// Not subscribed: its topic check on the admin API, or its
+			// client (keyroute.ErrNotOpen), gets no answer.
+			sh := chealth(shared, victim.Name)
+			Expect(sh.Connected).To(BeFalse())
+			Expect(sh.Err).To(MatchError(consumer.ErrConnect))
+			_, err = cs.Client(victim.Name)
+			Expect(err).To(MatchError(keyroute.ErrNotOpen))
+			GinkgoWriter.Printf("%s: Health of the fifth: %v; with shared clients: %v\n", f.name, h.Err, sh.Err)
+
+			suite.Step("mend " + victim.Name + " and wait for it to join")
+			mending := time.Now()
+			Expect(f.mend(ctx, victim)).To(Succeed())
+			if victim.PID() != 0 {
+				suite.Track(victim.PID())
+			}
+			mended := time.Now()
+			// An attempt in flight may sit in pulsar-client-go's lookup
+			// back-off until the operation timeout, or wait for a
+			// handshake until the keep-alive; the next starts a
+			// ProbeInterval after it ended, at the monitor's next tick.
+			joinBound := max(opTimeout, keepAlive) + 2*probeEvery + 2*healthyNew + time.Second
+			joinedAt := waitJoined(c, victim.Name, joinBound)
+			Expect(joinedAt.Sub(mended)).To(BeNumerically("<=", joinBound))
+			// The shared clients try a client not made every second.
+			sharedJoined := waitJoined(shared, victim.Name, joinBound+time.Second)
+			Expect(sharedJoined.Sub(mended)).To(BeNumerically("<=", joinBound+time.Second))
+
+			suite.Step("read what was written on " + victim.Name + " before the Consumers subscribed there")
+			for _, r := range []*consumer.Consumer{c, shared} {
+				rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+				n := 0
+				for n < early {
+					m, err := r.Receive(rctx)
+					Expect(err).NotTo(HaveOccurred(), "%d of the fifth's %d early messages read", n, early)
+					Expect(m.ID.Cluster).To(Equal(victim.Name))
+					Expect(r.Ack(rctx, m)).To(Succeed())
+					n++
+				}
+				rcancel()
+			}
+			GinkgoWriter.Printf("consumer %s: healthy New %s; degraded New %s (bound %s); shared clients NewClients and New %s; "+
+				"joined %s after the mend began (shared %s), which took %s (bound %s after it); the fifth's %d early messages read\n",
+				f.name, healthyNew.Round(time.Millisecond), startTook.Round(time.Millisecond), startBound.Round(time.Millisecond),
+				sharedTook.Round(time.Millisecond), joinedAt.Sub(mending).Round(time.Millisecond), sharedJoined.Sub(mending).Round(time.Millisecond),
+				mended.Sub(mending).Round(time.Millisecond), joinBound.Round(time.Millisecond), early)
+			Expect(shared.Close(ctx)).To(Succeed())
+			Expect(c.Close(ctx)).To(Succeed())
+			suite.Step("")
+		})
+	}
+})
+
+func chealth(c *consumer.Consumer, name string) consumer.ClusterHealth {
+	// Health asks the clusters' admin APIs for the backlog: a stopped
+	// broker's does not answer.
+	ctx, cancel := context.WithTimeout(context.Background(), probeEvery)
+	defer cancel()
+	for _, h := range c.Health(ctx) {
+		if h.Cluster == name {
+			return h
+		}
+	}
+	Fail("no cluster " + name)
+	return consumer.ClusterHealth{}
+}
+
+// waitJoined waits up to bound for the named cluster to be connected and
+// returns when it was first seen so.
+func waitJoined(c *consumer.Consumer, name string, bound time.Duration) time.Time {
+	var at time.Time
+	Eventually(func() bool {
+		if chealth(c, name).Connected {
+			at = time.Now()
+			return true
+		}
+		return false
+	}).WithTimeout(bound).WithPolling(probeEvery/4).Should(BeTrue(), "%s joins by itself", name)
+	return at
+}
+
+// openWriters opens a pulsar-client-go producer on the topic of each of
+// the clusters.
+func openWriters(ctx context.Context, clusters []*testbed.Cluster, topic string) map[string]pulsar.Producer {
+	out := map[string]pulsar.Producer{}
+	for _, cl := range clusters {
+		client, err := bedsuite.Client(cl.ServiceURL, false)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(client.Close)
+		p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Millisecond})
+		Expect(err).NotTo(HaveOccurred(), cl.Name)
+		out[cl.Name] = p
+	}
+	return out
+}
+
+// writeTo writes n messages on the cluster's topic and waits for them.
+func writeTo(ctx context.Context, cl *testbed.Cluster, topic string, n int) {
+	client, err := bedsuite.Client(cl.ServiceURL, false)
+	Expect(err).NotTo(HaveOccurred())
+	defer client.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	Expect(err).NotTo(HaveOccurred())
+	defer p.Close()
+	for i := range n {
+		_, err := p.Send(ctx, &pulsar.ProducerMessage{Key: fmt.Sprint("early-", i), Payload: []byte("early")})
+		Expect(err).NotTo(HaveOccurred())
+	}
+}
+
+// readOutcome is what one offered load read back.
+type readOutcome struct {
+	read map[string]int // per cluster
+	took time.Duration  // from the first message offered to the last read
+}
+
+// offerAndRead offers rate messages a second, spread over the writers in
+// turn, for window, from one goroutine, while c reads and acknowledges
+// them on another; it returns once every message offered was read.
+func offerAndRead(ctx context.Context, writers map[string]pulsar.Producer, c *consumer.Consumer) readOutcome {
+	total := rate * int(window/time.Second)
+	out := readOutcome{read: map[string]int{}}
+	var names []string
+	for name := range writers {
+		names = append(names, name)
+	}
+	var wg sync.WaitGroup
+	var last time.Time
+	rctx, cancel := context.WithTimeout(ctx, window+time.Minute)
+	defer cancel()
+	wg.Add(1)
+	go func() {
+		defer GinkgoRecover()
+		defer wg.Done()
+		buf := make([]consumer.Message, 256)
+		for n := 0; n < total; {
+			k, err := c.ReceiveInto(rctx, buf)
+			Expect(err).NotTo(HaveOccurred(), "%d of %d read", n, total)
+			for i := range buf[:k] {
+				out.read[buf[i].ID.Cluster]++
+				Expect(c.Ack(rctx, &buf[i])).To(Succeed())
+			}
+			n += k
+			last = time.Now()
+		}
+	}()
+	// At each wake-up it sends what is due by then (see offer).
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	for i := 0; i < total; {
+		<-tick.C
+		due := min(int(time.Since(start).Seconds()*rate), total)
+		for ; i < due; i++ {
+			k := fmt.Sprintf("key-%05d", i%keys)
+			writers[names[i%len(names)]].SendAsync(ctx, &pulsar.ProducerMessage{Key: k, Payload: []byte(k)},
+				func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+					if err != nil {
+						defer GinkgoRecover()
+						Fail("send: " + err.Error())
+					}
+				})
+		}
+	}
+	for _, w := range writers {
+		Expect(w.Flush()).To(Succeed())
+	}
+	wg.Wait()
+	out.took = last.Sub(start)
+	return out
+}
