@@ -20,12 +20,11 @@ type Consumer struct {
 	// set is the clusters as they stand (see clusterSet): takes read it
 	// once per take, with no lock. Changes (a join, an Update, the end
 	// of a drain, Close) are made under setMu, which also guards
-	// joinsStopped and topo.
+	// joinsStopped.
 	set          atomic.Pointer[clusterSet]
 	setMu        sync.Mutex
-	joinsStopped bool               // Close has begun: nothing joins from now on
-	topo         *topology.Topology // the topology applied last (New, Update)
-	updateMu     sync.Mutex         // one Update at a time
+	joinsStopped bool       // Close has begun: nothing joins from now on
+	updateMu     sync.Mutex // one Update at a time
 
 	// rotor is the index of the cluster a take tries first: the one after
 	// the cluster of the last message taken, so that the clusters that
@@ -185,7 +184,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 		}
 		members[i] = m
 	}
-	co := &Consumer{cfg: c, topo: topo, closing: make(chan struct{}), closeDone: make(chan struct{}), ended: make(chan struct{})}
+	co := &Consumer{cfg: c, closing: make(chan struct{}), closeDone: make(chan struct{}), ended: make(chan struct{})}
 	co.joinCtx, co.stopJoins = context.WithCancel(context.Background())
 	co.state.Store(&pause{begin: make(chan struct{})})
 	co.set.Store(&clusterSet{members: members, byName: map[string]*cluster{}, changed: make(chan struct{})})

@@ -146,7 +146,6 @@ func (c *Consumer) Update(ctx context.Context, topo *topology.Topology) error {
 		c.log().Info("keyroute: cluster removed", "cluster", m.name)
 	}
 	c.publish(c.withMembers(kept))
-	c.topo = topo
 	c.setMu.Unlock()
 	return nil
 }

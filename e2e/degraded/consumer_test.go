@@ -4,7 +4,12 @@ package degraded
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -261,4 +266,81 @@ func offerAndRead(ctx context.Context, writers map[string]pulsar.Producer, c *co
 	wg.Wait()
 	out.took = last.Sub(start)
 	return out
+}
+
+var _ = Describe("consumer: partitions added while it reads", func() {
+	It("reads what producers wrote on a new partition before its pulsar-client-go consumer found it", func(sctx SpecContext) {
+		const discoverEvery = time.Second
+		ctx, cancel := context.WithTimeout(sctx, 3*time.Minute)
+		defer cancel()
+		cl := suite.Bed.Clusters()[0]
+		topic := "persistent://public/default/" + bedsuite.Unique("cgrow")
+		bedsuite.CreateTopic(ctx, []*testbed.Cluster{cl}, topic, 2)
+		topo := withTimeouts(suite.Bed.Topology())
+		topo.Clusters = topo.Clusters[:1]
+		sub := bedsuite.Unique("grow")
+		c, err := consumer.New(ctx, topo, consumer.Topic(topic), consumer.Subscription(sub),
+			consumer.PartitionsAutoDiscoveryInterval(discoverEvery))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = c.Close(context.Background()) })
+
+		grew := time.Now()
+		Expect(adminCall(ctx, http.MethodPost, cl.AdminURL+"/admin/v2/persistent/public/default/"+path.Base(topic)+"/partitions", "3")).To(Succeed())
+		// What the broker did on its own, for the record: the consumer
+		// does not rely on it.
+		var subs []string
+		err = adminJSON(ctx, cl.AdminURL+"/admin/v2/persistent/public/default/"+path.Base(topic)+"-partition-2/subscriptions", &subs)
+		GinkgoWriter.Printf("subscriptions on the new partition right after the update: %v (%v)\n", subs, err)
+		writeTo(ctx, cl, topic+"-partition-2", early)
+
+		// Found at the next discovery, at the latest an interval after the
+		// update, the lookup bounded by the operation timeout.
+		bound := 2*discoverEvery + opTimeout
+		rctx, rcancel := context.WithTimeout(ctx, bound)
+		defer rcancel()
+		for n := 0; n < early; n++ {
+			m, err := c.Receive(rctx)
+			Expect(err).NotTo(HaveOccurred(), "%d of %d written on the new partition read", n, early)
+			Expect(m.ID.Partition).To(Equal(2))
+			Expect(c.Ack(rctx, m)).To(Succeed())
+		}
+		GinkgoWriter.Printf("the new partition's %d messages read %s after the update (bound %s)\n",
+			early, time.Since(grew).Round(time.Millisecond), bound)
+	})
+})
+
+// adminCall sends body to an admin API URL and fails unless it answers 2xx.
+func adminCall(ctx context.Context, method, url, body string) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, b)
+	}
+	return nil
+}
+
+// adminJSON GETs an admin API URL into v.
+func adminJSON(ctx context.Context, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
 }
