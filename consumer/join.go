@@ -72,6 +72,17 @@ func atLatestThenEarliest(client pulsar.Client, o *pulsar.ConsumerOptions) error
 	return nil
 }
 
+// operationTimeout is m's pulsar-client-go operation timeout, which also
+// bounds its admin API calls.
+func operationTimeout(m *member) time.Duration {
+	m.jmu.Lock()
+	defer m.jmu.Unlock()
+	if d := m.cl.Client.OperationTimeout; d > 0 {
+		return d
+	}
+	return defaultOperationTimeout
+}
+
 // errNoAnswer is a cluster's state before its first attempt ended.
 var errNoAnswer = errors.New("no answer yet")
 

@@ -239,7 +239,7 @@ func (c *Consumer) checkDrains(now time.Time) {
 		over := now.Sub(m.drainSince) >= c.cfg.drainTimeout
 		m.jmu.Unlock()
 		c.goOnce(&m.checking, func() {
-			ctx, cancel := context.WithTimeout(c.joinCtx, c.cfg.probeEvery)
+			ctx, cancel := context.WithTimeout(c.joinCtx, operationTimeout(m))
 			n, err := m.backlog(ctx, c.cfg)
 			cancel()
 			switch {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/keyroute/keyroute/consumer"
 	"github.com/keyroute/keyroute/e2e/internal/bedsuite"
 	"github.com/keyroute/keyroute/internal/testbed"
+	"github.com/keyroute/keyroute/topology"
 )
 
 // early is how many messages are written to the fifth cluster before it
@@ -343,4 +345,98 @@ func adminJSON(ctx context.Context, url string, v any) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+var _ = Describe("consumer: Update on real clusters", func() {
+	It("adds a cluster at Earliest, drains a removed one until its backlog is 0, reconnects a changed one without skipping", func(sctx SpecContext) {
+		ctx, cancel := context.WithTimeout(sctx, 5*time.Minute)
+		defer cancel()
+		all := suite.Bed.Clusters()
+		topic := "persistent://public/default/" + bedsuite.Unique("cupdate")
+		bedsuite.CreateTopic(ctx, all, topic, 3)
+		full := withTimeouts(suite.Bed.Topology())
+		pick := func(from, to int) *topology.Topology {
+			t := *full
+			t.Clusters = slices.Clone(full.Clusters[from:to])
+			return &t
+		}
+		sub := bedsuite.Unique("update")
+		c, err := consumer.New(ctx, pick(0, 4), consumer.Topic(topic), consumer.Subscription(sub),
+			consumer.ProbeInterval(probeEvery), consumer.DrainTimeout(time.Minute))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = c.Close(context.Background()) })
+		readFrom := func(cluster string, n int, ack bool) []string {
+			rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+			defer rcancel()
+			var got []string
+			for len(got) < n {
+				m, err := c.Receive(rctx)
+				Expect(err).NotTo(HaveOccurred(), "%d of %d from %s", len(got), n, cluster)
+				Expect(m.ID.Cluster).To(Equal(cluster))
+				got = append(got, m.Key)
+				if ack {
+					Expect(c.Ack(rctx, m)).To(Succeed())
+				}
+			}
+			return got
+		}
+
+		suite.Step("add the fifth, which producers wrote to first")
+		fifth := all[4]
+		hold(ctx, fifth, topic) // a subscription that keeps what is written
+		writeTo(ctx, fifth, topic, early)
+		t0 := time.Now()
+		Expect(c.Update(ctx, pick(0, 5))).To(Succeed())
+		addTook := time.Since(t0)
+		Expect(chealth(c, fifth.Name).Connected).To(BeTrue())
+		readFrom(fifth.Name, early, true)
+
+		suite.Step("remove the first, with a backlog")
+		first := all[0]
+		writeTo(ctx, first, topic, early)
+		Expect(c.Update(ctx, pick(1, 5))).To(Succeed())
+		Expect(chealth(c, first.Name).Draining).To(BeTrue(), "read until drained")
+		t1 := time.Now()
+		readFrom(first.Name, early, true)
+		// Acknowledgements go within the grouping time; the drain looks at
+		// the backlog every ProbeInterval, a look bounded by the operation
+		// timeout.
+		drainBound := consumer.DefaultAckGroupingTime + 2*probeEvery + opTimeout
+		Eventually(func() []string {
+			var names []string
+			for _, h := range c.Health(ctx) {
+				names = append(names, h.Cluster)
+			}
+			return names
+		}).WithTimeout(drainBound).WithPolling(probeEvery / 4).ShouldNot(ContainElement(first.Name))
+		drainTook := time.Since(t1)
+
+		suite.Step("reconnect the second under another URL")
+		second := all[1]
+		writeTo(ctx, second, topic, 10)
+		before := readFrom(second.Name, 5, false) // delivered, not acknowledged
+		moved := pick(1, 5)
+		moved.Clusters[0].ServiceURL = strings.Replace(moved.Clusters[0].ServiceURL, "127.0.0.1", "localhost", 1)
+		t2 := time.Now()
+		Expect(c.Update(ctx, moved)).To(Succeed())
+		reconnectTook := time.Since(t2)
+		after := readFrom(second.Name, 10, true)
+		Expect(after).To(ContainElements(before), "the unacknowledged come again")
+		Expect(slices.Compact(slices.Sorted(slices.Values(after)))).To(HaveLen(10), "nothing skipped")
+		GinkgoWriter.Printf("consumer Update: add %s (then its %d early messages read), drain %s after the removal (bound %s), reconnect %s\n",
+			addTook.Round(time.Millisecond), early, drainTook.Round(time.Millisecond), drainBound, reconnectTook.Round(time.Millisecond))
+		Expect(c.Close(ctx)).To(Succeed())
+		suite.Step("")
+	})
+})
+
+// hold makes a subscription on the cluster's topic, so that what is
+// written there is kept until a later subscription reads it.
+func hold(ctx context.Context, cl *testbed.Cluster, topic string) {
+	client, err := bedsuite.Client(cl.ServiceURL, false)
+	Expect(err).NotTo(HaveOccurred())
+	defer client.Close()
+	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: bedsuite.Unique("holder")})
+	Expect(err).NotTo(HaveOccurred())
+	c.Close()
 }
