@@ -3,7 +3,10 @@ package consumer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,4 +197,80 @@ func TestUpdateAfterClose(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Close(context.Background()))
 	assert.ErrorIs(t, c.Update(context.Background(), consumertest.Topology("c1", "c2")), consumer.ErrClosed)
+}
+
+// Takes (ReceiveInto and Chan) run while Updates add and remove a
+// cluster over and over, under -race: every message of the clusters that
+// stay is delivered once.
+func TestUpdateWhileReceiving(t *testing.T) {
+	ctx := context.Background()
+	fake := consumertest.New()
+	c, err := consumer.New(ctx, consumertest.Topology("c1", "c2"), patient(fake)...)
+	require.NoError(t, err)
+	defer c.Close(ctx)
+	const perCluster = 300
+	got := make(chan string, 4*perCluster)
+	stop := make(chan struct{}) // the test has counted: takers stop handing over
+	put := func(v string) {
+		select {
+		case got <- v:
+		case <-stop:
+		}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // ReceiveInto
+		defer wg.Done()
+		buf := make([]consumer.Message, 8)
+		for {
+			n, err := c.ReceiveInto(ctx, buf)
+			if err != nil {
+				return
+			}
+			for i := range buf[:n] {
+				put(buf[i].ID.Cluster + "/" + string(buf[i].Value))
+				_ = c.Ack(ctx, &buf[i])
+			}
+		}
+	}()
+	go func() { // Chan
+		defer wg.Done()
+		for m := range c.Chan() {
+			put(m.ID.Cluster + "/" + string(m.Value))
+			_ = c.Ack(ctx, m)
+		}
+	}()
+	go func() {
+		defer close(done)
+		for i := range perCluster {
+			for _, name := range []string{"c1", "c2", "c3"} {
+				_ = fake.Cluster(name).Publish(0, consumertest.Message{Key: "k", Value: fmt.Append(nil, i)})
+			}
+		}
+	}()
+	for i := range 20 {
+		topo := consumertest.Topology("c1", "c2")
+		if i%2 == 0 {
+			topo = consumertest.Topology("c1", "c2", "c3")
+		}
+		require.NoError(t, c.Update(ctx, topo))
+	}
+	<-done
+	seen := map[string]int{}
+	for n := 0; n < 2*perCluster; {
+		v := <-got
+		seen[v]++
+		if !strings.HasPrefix(v, "c3/") {
+			n++
+		}
+	}
+	close(stop)
+	require.NoError(t, c.Close(ctx))
+	wg.Wait()
+	for _, name := range []string{"c1", "c2"} {
+		for i := range perCluster {
+			assert.Equal(t, 1, seen[fmt.Sprintf("%s/%d", name, i)], "%s/%d", name, i)
+		}
+	}
 }
