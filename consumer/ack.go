@@ -25,6 +25,9 @@ func (c *Consumer) Ack(ctx context.Context, m *Message) error {
 	if err != nil {
 		return err
 	}
+	if k != m.k { // its subscription was replaced (a reconnect): by ID on the new one
+		return c.acked(ctx, k, ackID, m.ID, nil)
+	}
 	return c.acked(ctx, k, ackMsg, m.ID, m.raw)
 }
 
@@ -70,7 +73,7 @@ func (c *Consumer) Nack(m *Message) error {
 	if err != nil {
 		return err
 	}
-	if m.raw != nil {
+	if m.raw != nil && k == m.k {
 		k.link.stream.Nack(m.raw)
 	} else {
 		k.link.stream.NackID(m.ID.Pulsar)
@@ -98,8 +101,14 @@ func (c *Consumer) owner(id ID, op string) (*cluster, error) {
 	if c == nil {
 		return nil, ErrClosed
 	}
-	k := c.byName[id.Cluster]
+	s := c.set.Load()
+	k := s.byName[id.Cluster]
 	if k == nil {
+		for _, m := range s.members {
+			if m.name == id.Cluster {
+				return nil, clusterErr(id.Cluster, op, errNotConnected)
+			}
+		}
 		return nil, clusterErr(id.Cluster, op, ErrUnknownCluster)
 	}
 	if c.closed.Load() {
@@ -112,9 +121,10 @@ func (c *Consumer) owner(id ID, op string) (*cluster, error) {
 }
 
 // from returns the cluster m was read from: the one it names when this
-// Consumer read it, else the one its ID names (see owner).
+// Consumer read it and that subscription is still open, else the one its
+// ID names (see owner).
 func (c *Consumer) from(m *Message, op string) (*cluster, error) {
-	if k := m.k; k != nil && k.owner == c && m.ID.Cluster == k.name && m.ID.Pulsar != nil {
+	if k := m.k; k != nil && k.owner == c && m.ID.Cluster == k.name && m.ID.Pulsar != nil && !k.gone.Load() {
 		if c.closed.Load() {
 			return nil, clusterErr(k.name, op, ErrClosed)
 		}

@@ -65,7 +65,7 @@ func (a *admin) get(ctx context.Context, path string, v any) (found bool, err er
 	}
 	resp, err := a.hc.Do(req)
 	if err != nil {
-		return false, err
+		return false, &adminUnreachable{err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
@@ -133,3 +133,11 @@ func (a *admin) backlog(ctx context.Context, topic, sub string, partitioned bool
 	}
 	return s.MsgBacklog, nil
 }
+
+// adminUnreachable is an admin API request that got no answer (the
+// connection refused or cut, a timeout): the cluster has not answered,
+// as opposed to answering that the topic is missing.
+type adminUnreachable struct{ err error }
+
+func (e *adminUnreachable) Error() string { return e.err.Error() }
+func (e *adminUnreachable) Unwrap() error { return e.err }

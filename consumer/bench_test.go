@@ -95,3 +95,38 @@ func feed(b *testing.B, bed *fakeBed, n, total int) {
 		}()
 	}
 }
+
+// BenchmarkReceiveInto measures ReceiveInto into a buffer of 64 with an
+// Ack per message, over n clusters whose streams are fed as they are read.
+func BenchmarkReceiveInto(b *testing.B) {
+	for _, n := range []int{1, 5} {
+		b.Run(clusters(n), func(b *testing.B) {
+			bed := newFakeBed(1024)
+			c, err := consumer.New(context.Background(), topo(n), consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close(context.Background())
+			for _, cl := range topo(n).Clusters {
+				bed.stream(cl.Name).quiet = true
+			}
+			feed(b, bed, n, b.N)
+			ctx := context.Background()
+			buf := make([]consumer.Message, 64)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for got := 0; got < b.N; {
+				k, err := c.ReceiveInto(ctx, buf[:min(len(buf), b.N-got)])
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range buf[:k] {
+					if err := c.Ack(ctx, &buf[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				got += k
+			}
+		})
+	}
+}

@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,15 +9,23 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/keyroute/keyroute"
 	"github.com/keyroute/keyroute/topology"
 )
 
 // Consumer reads one subscription of a topic on every cluster of a
 // topology as one stream. It is safe for concurrent use.
 type Consumer struct {
-	cfg      cfg
-	clusters []*cluster // in topology order; clusters[i].idx == i
-	byName   map[string]*cluster
+	cfg cfg
+
+	// set is the clusters as they stand (see clusterSet): takes read it
+	// once per take, with no lock. Changes (a join, an Update, the end
+	// of a drain, Close) are made under setMu, which also guards
+	// joinsStopped.
+	set          atomic.Pointer[clusterSet]
+	setMu        sync.Mutex
+	joinsStopped bool       // Close has begun: nothing joins from now on
+	updateMu     sync.Mutex // one Update at a time
 
 	// rotor is the index of the cluster a take tries first: the one after
 	// the cluster of the last message taken, so that the clusters that
@@ -38,27 +45,50 @@ type Consumer struct {
 	// goroutine of its own (feed); nil until then. Guarded by mu.
 	out chan *Message
 
-	closing   chan struct{} // closed when Close begins
+	// ended is closed and replaced (under mu) each time a join attempt
+	// ends, for New and Update to look at the clusters again.
+	ended chan struct{}
+
+	closing   chan struct{}   // closed when Close begins
+	joinCtx   context.Context // ends when Close begins: join attempts give up
+	stopJoins context.CancelFunc
 	closeDone chan struct{} // closed when Close's closing has ended
 	closed    atomic.Bool
 	closeOnce sync.Once
 	bg        sync.WaitGroup // the monitor and feed
 	probes    sync.WaitGroup // probes in flight
 	acks      sync.WaitGroup // acks waited for on goroutines of their own (ackUntil)
-	mu        sync.Mutex     // orders acks.Add and bg.Add (feed) before Close's waits; guards out
+	attempts  sync.WaitGroup // join attempts and drains in flight
+	mu        sync.Mutex     // orders acks.Add, bg.Add (feed) and attempts.Add before Close's waits; guards out and ended
 	seekMu    sync.Mutex     // one SeekByTime at a time
 	detach    func()         // from the shared clients (WithClients); nil without
 	hold      holder         // the hand-over's holds (hold.go)
 }
 
-// cluster is the Consumer's state for one cluster.
-type cluster struct {
+// clusterSet is the Consumer's clusters at one moment. It is replaced,
+// never changed: a change builds the next set under setMu, stores it,
+// then closes the old set's changed, which ends the waits of takes that
+// read the old one (they look again).
+type clusterSet struct {
+	// read holds the clusters with an open subscription, the ones takes
+	// read: those of the topology that have joined, in topology order,
+	// then those removed by an Update and still draining.
+	read   []*cluster
+	byName map[string]*cluster // read, by name
+	// members holds every cluster, joined or not: the topology's in its
+	// order, then those draining.
+	members []*member
+	changed chan struct{}
+}
+
+// member is the Consumer's state of one cluster of its topology, kept
+// across the subscriptions it has there (a reconnect replaces the
+// subscription, not the member).
+type member struct {
 	name  string
-	idx   uint32 // in Consumer.clusters
-	owner *Consumer
-	admin *admin // the admin API; nil when the topology gives none
-	link  *link
-	in    <-chan pulsar.ConsumerMessage // link.stream.Chan()
+	cl    topology.Cluster      // as the topology that added it or changed it last gave it
+	adm   atomic.Pointer[admin] // the admin API; nil when the topology gives none
+	share int                   // this cluster's share of MaxBuffered
 
 	delivered   atomic.Uint64 // handed to the caller
 	acked       atomic.Uint64
@@ -71,14 +101,62 @@ type cluster struct {
 	probeStart atomic.Int64 // unix ns of the probe in flight, 0 when none
 
 	hold clusterHold // the hand-over's frontiers and counters (hold.go)
+
+	cur      atomic.Pointer[cluster] // its open subscription; nil until it joins
+	trying   atomic.Bool             // a join attempt is running
+	removed  atomic.Bool             // an Update removed it: it joins no more
+	draining atomic.Bool             // removed, and still read until its backlog is 0
+
+	checking atomic.Bool // a drain's backlog check is running
+
+	jmu        sync.Mutex // guards the fields below
+	err        error      // the last join attempt's error; errNoAnswer before the first ended
+	lastEnd    time.Time  // when the last join attempt ended
+	late       bool       // a new subscription starts at Earliest (see join.go)
+	drainSince time.Time  // when an Update removed it
+}
+
+// admin returns the member's admin API, nil without one.
+func (m *member) admin() *admin { return m.adm.Load() }
+
+// cluster is one open subscription of a member: what takes read and
+// acknowledgements go to. The member's counters are its own.
+type cluster struct {
+	*member
+	idx   atomic.Uint32 // in the read set it was last published in
+	owner *Consumer
+	link  *link
+	in    <-chan pulsar.ConsumerMessage // link.stream.Chan()
+	// gone is set once the subscription left the read set to be closed
+	// (a reconnect, the end of a drain, Close): acknowledgements of its
+	// messages go by ID to the member's current subscription.
+	gone atomic.Bool
 }
 
 // New validates the topology and options and subscribes on every cluster
-// (on every partition of the topic there), in parallel. ctx bounds the
-// subscribing; pulsar-client-go's own calls are bounded by each cluster's
-// operation timeout. If any cluster cannot be subscribed, New closes the
-// others and returns the errors of every failed cluster
-// (*ClusterError, joined).
+// (on every partition of the topic there), in parallel.
+//
+// New returns once every cluster is subscribed, or once StartTimeout has
+// passed with at least one subscribed: the clusters that have not
+// answered by then start down (Health says so and why: Connected is
+// false, Err the last attempt's error), and each joins by itself when it
+// answers, tried every ProbeInterval; Receive, ReceiveBatch, ReceiveInto
+// and Chan take its messages from then on. A cluster that is not
+// subscribed at its first attempt subscribes at Earliest whatever
+// InitialPosition says: an existing subscription resumes from its cursor,
+// a new one starts at the first message still stored, so nothing written
+// while it was out is skipped. A cluster that answers with an error (the topic missing there,
+// the subscription busy, credentials refused) before then makes New fail,
+// naming it; RequireAllClusters makes New wait for every cluster and fail
+// unless all subscribed. With WithClients, a cluster whose shared client
+// is not open yet (keyroute.ErrNotOpen) has not answered.
+//
+// ctx bounds New; when it ends first, New returns an error matching
+// ctx.Err(), naming each cluster not subscribed. pulsar-client-go's own
+// calls take no ctx: they are bounded by each cluster's operation timeout
+// (and against a broker that accepts connections but does not answer, by
+// its keep-alive); an attempt in one when New returns goes on in the
+// background, and Close waits for it.
 func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, error) {
 	c := defaultCfg()
 	for _, o := range opts {
@@ -95,57 +173,60 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 			return nil, err
 		}
 	}
-	n := len(topo.Clusters)
-	links := make([]*link, n)
-	admins := make([]*admin, n)
-	errs := make([]error, n)
-	for i, cl := range topo.Clusters {
-		if admins[i], errs[i] = newAdmin(cl); errs[i] != nil {
-			return nil, clusterErr(cl.Name, "admin", errs[i])
-		}
-	}
-	var wg sync.WaitGroup
-	for i, cl := range topo.Clusters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			links[i], errs[i] = c.connect.connect(ctx, cl, subConfig{cfg: c, cluster: cl.Name, share: max(1, c.maxBuffered/n), admin: admins[i]})
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for i, l := range links {
-			if l != nil {
-				l.stream.Close()
-				l.close()
-			}
-			admins[i].close()
-		}
-		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-			err = fmt.Errorf("%w (%w)", err, ctx.Err())
-		}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	co := &Consumer{cfg: c, byName: make(map[string]*cluster, n), closing: make(chan struct{}), closeDone: make(chan struct{})}
-	co.state.Store(&pause{begin: make(chan struct{})})
+	n := len(topo.Clusters)
+	members := make([]*member, n)
 	for i, cl := range topo.Clusters {
-		k := &cluster{name: cl.Name, idx: uint32(i), owner: co, admin: admins[i], link: links[i], in: links[i].stream.Chan()}
-		k.probeOK.Store(true)
-		co.clusters = append(co.clusters, k)
-		co.byName[cl.Name] = k
-	}
-	co.hold.init(co)
-	if c.clients != nil {
-		detach, err := c.clients.Attach(func() { _ = co.Close(context.Background()) })
+		m, err := newMember(cl, max(1, c.maxBuffered/n))
 		if err != nil {
-			co.closeLinks()
+			for _, m := range members[:i] {
+				m.admin().close()
+			}
 			return nil, err
 		}
-		co.detach = detach
+		members[i] = m
+	}
+	co := &Consumer{cfg: c, closing: make(chan struct{}), closeDone: make(chan struct{}), ended: make(chan struct{})}
+	co.joinCtx, co.stopJoins = context.WithCancel(context.Background())
+	co.state.Store(&pause{begin: make(chan struct{})})
+	co.hold.init(co)
+	co.set.Store(&clusterSet{members: members, byName: map[string]*cluster{}, changed: make(chan struct{})})
+	// The first attempts subscribe at InitialPosition until New returns;
+	// one still running then stops before it subscribes, and the next
+	// subscribes at Earliest (see join.go).
+	startCtx, endStart := context.WithCancel(co.joinCtx)
+	for _, m := range members {
+		co.startAttempt(startCtx, m)
 	}
 	co.bg.Add(1)
-	go co.monitor()
+	go co.monitor() // probes, and tries again the clusters whose first attempt failed
+	err := co.awaitJoins(ctx, members, c.startAll)
+	endStart()
+	if err == nil && c.clients != nil {
+		var detach func()
+		if detach, err = c.clients.AttachUser(keyroute.User{Close: func() { _ = co.Close(context.Background()) }, Update: co.update, Reader: true}); err == nil {
+			co.detach = detach
+		}
+	}
+	if err != nil {
+		_ = co.Close(ctx)
+		return nil, err
+	}
 	return co, nil
+}
+
+// newMember returns the state of cluster cl; a bad TLS or token file for
+// its admin API is an error naming the cluster.
+func newMember(cl topology.Cluster, share int) (*member, error) {
+	a, err := newAdmin(cl)
+	if err != nil {
+		return nil, clusterErr(cl.Name, "admin", err)
+	}
+	m := &member{name: cl.Name, cl: cl, share: share, err: errNoAnswer}
+	m.adm.Store(a)
+	return m, nil
 }
 
 // Topic returns the topic the Consumer reads.
@@ -160,12 +241,12 @@ func (c *Consumer) Subscription() string { return c.cfg.subscription }
 // from the brokers but not taken are not acknowledged: they come again to
 // the subscription. ctx bounds the wait for the clusters: a consumer of an
 // unreachable cluster takes up to that cluster's operation timeout to
-// close, and so may a probe or an AckWithResponse in flight. When ctx ends
-// first, Close returns an error matching ctx.Err() and the closing goes
-// on in the background (its grouped acknowledgements may not be sent yet);
-// a later Close waits for it again. Otherwise Close returns nil once every
-// goroutine the Consumer started has ended. Calls other than Close and
-// Health after Close return ErrClosed.
+// close, and so may a probe, an AckWithResponse or a join attempt in
+// flight. When ctx ends first, Close returns an error matching ctx.Err()
+// and the closing goes on in the background (its grouped acknowledgements
+// may not be sent yet); a later Close waits for it again. Otherwise Close
+// returns nil once every goroutine the Consumer started has ended. Calls
+// other than Close and Health after Close return ErrClosed.
 func (c *Consumer) Close(ctx context.Context) error {
 	if c == nil {
 		return ErrClosed
@@ -179,10 +260,19 @@ func (c *Consumer) Close(ctx context.Context) error {
 		}
 		c.mu.Unlock()
 		close(c.closing)
+		c.stopJoins()
 		c.bg.Wait() // the monitor and Chan's goroutine end at once
+		c.setMu.Lock()
+		c.joinsStopped = true
+		s := c.set.Load()
+		c.setMu.Unlock()
 		go func() {
 			defer close(c.closeDone)
-			c.closeLinks()
+			closeClusters(s.read)
+			c.attempts.Wait() // an attempt that opens a subscription now closes it
+			for _, m := range s.members {
+				m.admin().close()
+			}
 			c.probes.Wait()
 			c.acks.Wait()
 			if c.detach != nil {
@@ -198,20 +288,26 @@ func (c *Consumer) Close(ctx context.Context) error {
 	}
 }
 
-// closeLinks closes every cluster's consumer, then its client (when the
-// Consumer opened it), in parallel.
-func (c *Consumer) closeLinks() {
+// closeClusters closes the subscriptions of ks, then their clients (when
+// the Consumer opened them), in parallel.
+func closeClusters(ks []*cluster) {
 	var wg sync.WaitGroup
-	for _, k := range c.clusters {
+	for _, k := range ks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			k.link.stream.Close()
-			k.link.close()
-			k.admin.close()
+			k.close()
 		}()
 	}
 	wg.Wait()
+}
+
+// close closes k's subscription and its client (when the Consumer opened
+// it).
+func (k *cluster) close() {
+	k.gone.Store(true)
+	k.link.stream.Close()
+	k.link.close()
 }
 
 // since returns the time from unix ns t to now, 0 for t = 0.

@@ -44,14 +44,34 @@
 // acknowledge off the receive loop.) Health reports per cluster
 // whether its last probe (a topic lookup every ProbeInterval) answered,
 // the messages delivered, redelivered, acknowledged and nacked, the lag,
-// and the backlog when the topology gives the cluster an admin URL. New
-// needs every cluster: it fails, naming each cluster that could not be
-// subscribed, rather than start with a part of the topic.
+// and the backlog when the topology gives the cluster an admin URL.
+//
+// New does not need every cluster: it returns once all are subscribed, or
+// once StartTimeout has passed with at least one; a cluster that has not
+// answered by then starts down (Health: Connected false, Err) and joins by
+// itself when it answers, subscribing at Earliest so that nothing written
+// there meanwhile is skipped. A cluster that answers with an error (a
+// missing topic) fails New, naming it; RequireAllClusters keeps the
+// all-or-nothing start.
+//
+// # Changing the topology
+//
+// Update applies a new topology while the stream flows: clusters added are
+// subscribed at Earliest, clusters removed are read until their backlog is
+// 0 (bounded by DrainTimeout) and then closed, clusters whose URLs or
+// credentials changed are reconnected on the same subscription, and
+// weights are ignored. A bad topology is refused and the old one keeps
+// running. Takes read the set of clusters from one atomic snapshot, with
+// no lock per message. Each cluster's pulsar-client-go consumer also finds
+// partitions added to the topic by itself
+// (PartitionsAutoDiscoveryInterval) and reads them from their first
+// message.
 //
 // # Concurrency
 //
 // A Consumer is safe for concurrent use: any number of goroutines may
-// Receive (each message goes to one of them), Ack, Nack and SeekByTime.
+// Receive (each message goes to one of them), Ack, Nack, SeekByTime and
+// Update.
 // Close stops the stream first: a Receive or ReceiveBatch waiting returns
 // ErrClosed and Chan is closed; then it closes the clusters' consumers,
 // which sends the grouped acknowledgements, and waits for every goroutine

@@ -18,10 +18,16 @@ var (
 	// option has a value it cannot take; the error names the option and
 	// the value. Fix the configuration: a retry fails the same way.
 	ErrBadOption = keyroute.ErrBadOption
-	// ErrBadTopology (keyroute.ErrBadTopology) is returned by New for a
-	// nil or invalid topology; the error names the cluster and field. Fix
+	// ErrBadTopology (keyroute.ErrBadTopology) is returned by New and
+	// Update for a nil or invalid topology; the error names the cluster and field. Fix
 	// the topology file.
 	ErrBadTopology = keyroute.ErrBadTopology
+	// ErrConnect is matched by Health's Err for a cluster that is not
+	// subscribed (yet), and by New's error, for each cluster it names,
+	// when its ctx ended before the cluster answered: the *ClusterError
+	// names the cluster and holds the last attempt's error. Check that
+	// cluster's URL and credentials; it joins by itself once it answers.
+	ErrConnect = errors.New("consumer: cannot subscribe")
 	// ErrTopicNotFound is returned by New (in a *ClusterError) when the
 	// topic does not exist on a cluster (see RequireTopic). Create it
 	// there (keyroute topics create), then retry.
@@ -32,8 +38,10 @@ var (
 	ErrClosed = keyroute.ErrClosed
 	// ErrUnknownCluster is returned by AckID, NackID and
 	// AckIDCumulative for an ID whose cluster is not one of the
-	// Consumer's (an ID from another consumer, or a zero ID): a bug in the
-	// caller, which must acknowledge IDs this Consumer delivered.
+	// Consumer's (an ID from another consumer, or a zero ID: a bug in the
+	// caller, which must acknowledge IDs this Consumer delivered; or one
+	// of a cluster an Update removed and that has been closed since: the
+	// message stays unacknowledged on that cluster).
 	ErrUnknownCluster = errors.New("consumer: unknown cluster")
 	// ErrCumulativeAck is returned by AckCumulative and AckIDCumulative on
 	// a Shared or KeyShared subscription, where Pulsar allows no

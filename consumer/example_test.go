@@ -254,8 +254,8 @@ func ExampleConsumer_Health() {
 			h.Cluster, h.Connected, h.Delivered, h.Acked, h.Backlog)
 	}
 	// Output:
-	// east connected=true delivered=0 acked=0 backlog=-1
-	// west connected=true delivered=1 acked=1 backlog=-1
+	// east connected=true delivered=0 acked=0 backlog=0
+	// west connected=true delivered=1 acked=1 backlog=0
 }
 
 // Typed decodes each value with the Consumer's schema: the read side of

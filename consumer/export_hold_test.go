@@ -58,8 +58,8 @@ func BenchmarkAdmit(b *testing.B) {
 		props, holding := bc.props, bc.holding
 		b.Run(bc.name, func(b *testing.B) {
 			c := &Consumer{cfg: defaultCfg()}
-			k := &cluster{name: "c1", owner: c}
-			c.byName = map[string]*cluster{"c1": k}
+			k := &cluster{member: &member{name: "c1"}, owner: c}
+			c.set.Store(&clusterSet{read: []*cluster{k}, byName: map[string]*cluster{"c1": k}, changed: make(chan struct{})})
 			c.hold.init(c)
 			m := &benchMsg{props: props}
 			c.admit(m, k) // the first makes the frontier table
@@ -84,4 +84,4 @@ func BenchmarkAdmit(b *testing.B) {
 
 // ForgetCluster runs what a live topology change that stops reading
 // cluster name does to the holds.
-func ForgetCluster(c *Consumer, name string) { c.hold.forget(c.byName[name]) }
+func ForgetCluster(c *Consumer, name string) { c.hold.forget(c.set.Load().byName[name]) }

@@ -9,9 +9,20 @@ import (
 // ClusterHealth is the state of one cluster's subscription.
 type ClusterHealth struct {
 	Cluster string
-	// Connected is false while the cluster's last probe failed or a probe
-	// has been unanswered for longer than ProbeInterval.
+	// Connected is false until the cluster is subscribed (it did not
+	// answer New, or an Update, in time: see StartTimeout), and while its
+	// last probe failed or a probe has been unanswered for longer than
+	// ProbeInterval.
 	Connected bool
+	// Err says why a cluster that is not subscribed is not: a
+	// *ClusterError matching ErrConnect, with its last attempt's error, or
+	// saying that no attempt has ended yet (one that gets no answer lasts
+	// up to the cluster's operation timeout). nil once subscribed.
+	Err error
+	// Draining is true for a cluster an Update removed that is still read
+	// until its subscription's backlog is 0 (see Update); such clusters
+	// come after the topology's.
+	Draining bool
 	// Delivered counts the messages of the cluster handed to the caller:
 	// returned by Receive or ReceiveBatch, or taken from Chan (messages
 	// received from the broker but not yet taken, or dropped by SeekByTime
@@ -31,7 +42,8 @@ type ClusterHealth struct {
 	Lag time.Duration
 	// Backlog is the subscription's backlog on the cluster (messages not
 	// yet acknowledged), from the cluster's admin API; -1 when the
-	// topology gives no admin URL or the call failed (BacklogErr).
+	// topology gives no admin URL, the call failed (BacklogErr), or the
+	// cluster is not subscribed (BacklogErr is Err).
 	Backlog    int64
 	BacklogErr error
 	// The hand-over of moving keys (router/HANDOVER.md): Held is how many
@@ -51,26 +63,34 @@ type ClusterHealth struct {
 	HeldTotal, Markers, ForcedReleases, Unordered, BadHandover uint64
 }
 
-// Health returns the state of every cluster, in topology order. It asks
-// the admin API of each cluster that has one for the backlog, in
-// parallel, bounded by ctx; the rest is read from counters. After Close
+// Health returns the state of every cluster, in topology order, then the
+// clusters an Update removed that are still draining. It asks the admin
+// API of each cluster that has one for the backlog, in parallel, bounded
+// by ctx; the rest is read from counters. After Close
 // the counts are final (Connected is the last probe's answer) and the
 // backlog is not asked for (BacklogErr matches ErrClosed).
 func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 	if c == nil {
 		return nil
 	}
-	out := make([]ClusterHealth, len(c.clusters))
+	members := c.set.Load().members
+	out := make([]ClusterHealth, len(members))
 	var wg sync.WaitGroup
-	for i, k := range c.clusters {
+	for i, k := range members {
 		h := &out[i]
+		cur := k.cur.Load()
 		*h = ClusterHealth{
-			Cluster: k.name, Connected: k.connected(c.cfg.probeEvery),
+			Cluster: k.name, Connected: cur != nil && k.connected(c.cfg.probeEvery), Draining: k.draining.Load(),
 			Delivered: k.delivered.Load(), Acked: k.acked.Load(), Nacked: k.nacked.Load(),
 			Redelivered: k.redelivered.Load(), Lag: since(k.lastPublish.Load()), Backlog: -1,
 		}
 		k.hold.health(h)
-		if k.admin == nil {
+		if cur == nil { // not asked: its admin API may not answer either
+			h.Err = c.connectError(k, k.lastErr())
+			h.BacklogErr = h.Err
+			continue
+		}
+		if !k.knowsBacklog() {
 			continue
 		}
 		if c.closed.Load() {
@@ -80,7 +100,7 @@ func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := k.admin.backlog(ctx, c.cfg.topic, c.cfg.subscription, k.link.partitioned)
+			n, err := k.backlog(ctx, c.cfg)
 			if err != nil {
 				h.BacklogErr = clusterErr(k.name, "backlog", err)
 				return
@@ -92,7 +112,31 @@ func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 	return out
 }
 
-func (k *cluster) connected(interval time.Duration) bool {
+// backlog asks m's admin API for the subscription's backlog (a fake's
+// subscription tells it itself).
+func (m *member) backlog(ctx context.Context, c cfg) (int64, error) {
+	partitioned := true // not subscribed yet: ask as for a partitioned topic
+	if k := m.cur.Load(); k != nil {
+		if k.link.backlog != nil {
+			return k.link.backlog()
+		}
+		partitioned = k.link.partitioned
+	}
+	if m.admin() == nil {
+		return -1, errNoAdmin
+	}
+	return m.admin().backlog(ctx, c.topic, c.subscription, partitioned)
+}
+
+// knowsBacklog reports whether m's backlog can be asked.
+func (m *member) knowsBacklog() bool {
+	if k := m.cur.Load(); k != nil && k.link.backlog != nil {
+		return true
+	}
+	return m.admin() != nil
+}
+
+func (k *member) connected(interval time.Duration) bool {
 	if !k.probeOK.Load() {
 		return false
 	}
@@ -112,18 +156,22 @@ func (c *Consumer) monitor() {
 		case <-t.C:
 		}
 		c.hold.tick()
-		for _, k := range c.clusters {
-			if k.link.probe == nil || k.probeStart.Load() != 0 {
+		now := time.Now()
+		for _, m := range c.set.Load().members {
+			k := m.cur.Load()
+			if k == nil || k.link.probe == nil || m.probeStart.Load() != 0 {
 				continue
 			}
-			k.probeStart.Store(time.Now().UnixNano())
+			m.probeStart.Store(now.UnixNano())
 			c.probes.Add(1)
 			go func() {
 				defer c.probes.Done()
 				err := k.link.probe()
-				k.probeOK.Store(err == nil)
-				k.probeStart.Store(0)
+				m.probeOK.Store(err == nil)
+				m.probeStart.Store(0)
 			}()
 		}
+		c.retryJoins(now)
+		c.checkDrains(now)
 	}
 }

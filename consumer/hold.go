@@ -745,7 +745,7 @@ func (c *Consumer) ackMarker(k *cluster, raw pulsar.Message) {
 
 // cluster returns the cluster of the Consumer named name; nil when it
 // reads none of that name.
-func (h *holder) cluster(name string) *cluster { return h.c.byName[name] }
+func (h *holder) cluster(name string) *cluster { return h.c.set.Load().byName[name] }
 
 // health fills h's hand-over counters.
 func (ch *clusterHold) health(h *ClusterHealth) {

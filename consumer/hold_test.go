@@ -538,13 +538,13 @@ func TestHoldFrontierAcrossLedgers(t *testing.T) {
 	}
 }
 
-// BenchmarkReceiveInto measures the Consumer's own CPU per message with
+// BenchmarkReceiveIntoQueued measures the Consumer's own CPU per message with
 // nothing else running: rounds of messages already in the fake streams of
 // n clusters (queued with the timer stopped, each at a new position, so
 // that each moves its partition's frontier),
 // taken with ReceiveInto and acknowledged. "props" messages carry two
 // application properties, which the hand-over's check looks into.
-func BenchmarkReceiveInto(b *testing.B) {
+func BenchmarkReceiveIntoQueued(b *testing.B) {
 	for _, n := range []int{1, 5} {
 		for _, withProps := range []bool{false, true} {
 			name := clusters(n)

@@ -25,7 +25,7 @@ func (f hookConnector) connect(ctx context.Context, cl topology.Cluster, sc subC
 	if err != nil {
 		return nil, clusterErr(cl.Name, "subscribe", err)
 	}
-	l := &link{stream: conn.Stream, probe: conn.Probe, close: conn.Close}
+	l := &link{stream: conn.Stream, probe: conn.Probe, close: conn.Close, backlog: conn.Backlog}
 	if l.close == nil {
 		l.close = func() {}
 	}

@@ -73,6 +73,13 @@ const (
 	DefaultAckGroupingTime     = 100 * time.Millisecond
 	DefaultAckGroupingMessages = 1000
 	DefaultProbeInterval       = time.Second
+	// DefaultPartitionsAutoDiscoveryInterval is how often each cluster's
+	// partition count is looked up when PartitionsAutoDiscoveryInterval is
+	// not given.
+	DefaultPartitionsAutoDiscoveryInterval = time.Minute
+	// DefaultDrainTimeout bounds the drain of a cluster an Update removed
+	// when DrainTimeout is not given.
+	DefaultDrainTimeout = 5 * time.Minute
 )
 
 // cfg is the validated configuration of a Consumer.
@@ -89,6 +96,11 @@ type cfg struct {
 	ackWithResponse bool
 	batchIndexAck   bool
 	probeEvery      time.Duration
+	startTimeout    time.Duration // valid when startSet; else three ProbeIntervals (see StartTimeout)
+	startSet        bool
+	startAll        bool          // RequireAllClusters
+	discoverEvery   time.Duration // PartitionsAutoDiscoveryInterval
+	drainTimeout    time.Duration
 	requireTopic    bool
 	observer        Observer
 	logger          *slog.Logger
@@ -107,15 +119,17 @@ type cfg struct {
 
 func defaultCfg() cfg {
 	return cfg{
-		maxBuffered:  DefaultMaxBuffered,
-		nackDelay:    DefaultNackRedeliveryDelay,
-		ackGroupTime: DefaultAckGroupingTime,
-		ackGroupMsgs: DefaultAckGroupingMessages,
-		probeEvery:   DefaultProbeInterval,
-		requireTopic: true,
-		connect:      pulsarConnector{},
-		holdTimeout:  DefaultHoldTimeout,
-		maxHeld:      DefaultMaxHeld,
+		maxBuffered:   DefaultMaxBuffered,
+		nackDelay:     DefaultNackRedeliveryDelay,
+		ackGroupTime:  DefaultAckGroupingTime,
+		ackGroupMsgs:  DefaultAckGroupingMessages,
+		probeEvery:    DefaultProbeInterval,
+		discoverEvery: DefaultPartitionsAutoDiscoveryInterval,
+		drainTimeout:  DefaultDrainTimeout,
+		requireTopic:  true,
+		connect:       pulsarConnector{},
+		holdTimeout:   DefaultHoldTimeout,
+		maxHeld:       DefaultMaxHeld,
 	}
 }
 
@@ -139,6 +153,12 @@ func (c *cfg) validate() error {
 		return badOption("AckGrouping", c.ackGroupMsgs, "messages must be >= 0")
 	case c.probeEvery <= 0:
 		return badOption("ProbeInterval", c.probeEvery, "must be > 0")
+	case c.startSet && c.startTimeout <= 0:
+		return badOption("StartTimeout", c.startTimeout, "must be > 0")
+	case c.discoverEvery <= 0:
+		return badOption("PartitionsAutoDiscoveryInterval", c.discoverEvery, "must be > 0")
+	case c.drainTimeout <= 0:
+		return badOption("DrainTimeout", c.drainTimeout, "must be > 0")
 	case c.deadLetter != nil && c.deadLetter.MaxDeliveries < 1:
 		return badOption("DeadLetter", c.deadLetter.MaxDeliveries, "MaxDeliveries must be >= 1")
 	case c.decryptSet && c.decryptKeys == nil:
@@ -180,7 +200,12 @@ func Subscription(name string) Opt { return optFunc(func(c *cfg) { c.subscriptio
 // batch mixing keys goes to one consumer whole.
 func Type(t SubscriptionType) Opt { return optFunc(func(c *cfg) { c.subType = t }) }
 
-// InitialPosition sets where a new subscription starts (default Latest).
+// InitialPosition sets where a new subscription starts (default Latest) on
+// the partitions the topic has on each cluster when New subscribes there.
+// A cluster that joins later (see New), one an Update adds, and a
+// partition found later (PartitionsAutoDiscoveryInterval) start a new
+// subscription at Earliest whatever it says, so that nothing producers
+// wrote there before the Consumer subscribed is skipped.
 func InitialPosition(p Position) Opt { return optFunc(func(c *cfg) { c.position = p }) }
 
 // Name names this consumer on every cluster (the broker shows it in topic
@@ -236,6 +261,42 @@ func BatchIndexAck(on bool) Opt { return optFunc(func(c *cfg) { c.batchIndexAck 
 // DefaultProbeInterval). A probe still unanswered after one interval
 // counts as not connected.
 func ProbeInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.probeEvery = d }) }
+
+// StartTimeout bounds how long New waits for a cluster to answer (default
+// three ProbeIntervals: 3s with the default ProbeInterval, the producer's
+// default too). A cluster not subscribed by then starts down: Health says
+// so and why (Connected false, Err), and it joins by itself once it
+// answers, tried every ProbeInterval, at Earliest (see New). New returns
+// within StartTimeout whenever at least one cluster subscribes; until one
+// does, it waits for its ctx. A cluster that answers with an error (a
+// topic missing there, the subscription busy) is not down but wrong: New
+// fails naming it. Update waits as long for the clusters it adds or
+// reconnects. RequireAllClusters turns this off.
+func StartTimeout(d time.Duration) Opt {
+	return optFunc(func(c *cfg) { c.startTimeout, c.startSet = d, true })
+}
+
+// RequireAllClusters makes New wait for every cluster (bounded by its ctx
+// and by pulsar-client-go's operation timeout per call) and fail, naming
+// each cluster it could not subscribe, unless all of them subscribed
+// (default off: see StartTimeout).
+func RequireAllClusters(on bool) Opt { return optFunc(func(c *cfg) { c.startAll = on }) }
+
+// PartitionsAutoDiscoveryInterval sets how often each cluster's
+// pulsar-client-go consumer looks the topic's partition count up and
+// subscribes the partitions added since (default
+// DefaultPartitionsAutoDiscoveryInterval; pulsar-client-go's
+// ConsumerOptions.AutoDiscoveryPeriod). A partition found so is
+// subscribed at Earliest, so that what producers wrote there before it
+// was found is read (see New).
+func PartitionsAutoDiscoveryInterval(d time.Duration) Opt {
+	return optFunc(func(c *cfg) { c.discoverEvery = d })
+}
+
+// DrainTimeout bounds how long a cluster that an Update removed is still
+// read, waiting for its subscription's backlog to reach 0, before it is
+// closed anyway (default DefaultDrainTimeout); see Update.
+func DrainTimeout(d time.Duration) Opt { return optFunc(func(c *cfg) { c.drainTimeout = d }) }
 
 // RequireTopic makes New check, on every cluster whose topology entry has
 // an admin URL, that the topic exists before subscribing (default on): a

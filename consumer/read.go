@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
@@ -26,6 +27,9 @@ type link struct {
 	probe func() error
 	// close releases the connection after the stream is closed.
 	close func()
+	// backlog, when set, returns the subscription's backlog on the
+	// cluster in place of the admin API (fakes).
+	backlog func() (int64, error)
 }
 
 // subConfig is what a connector needs to subscribe on one cluster.
@@ -46,7 +50,16 @@ type pulsarConnector struct{}
 
 func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, sc subConfig) (*link, error) {
 	if sc.requireTopic && sc.admin != nil {
-		if err := sc.admin.topicExists(ctx, sc.topic); err != nil {
+		// Bounded as a pulsar-client-go call is: a stopped broker's
+		// admin API accepts the connection and never answers.
+		op := cl.Client.OperationTimeout
+		if op <= 0 {
+			op = defaultOperationTimeout
+		}
+		actx, cancel := context.WithTimeout(ctx, op)
+		err := sc.admin.topicExists(actx, sc.topic)
+		cancel()
+		if err != nil {
 			return nil, clusterErr(cl.Name, "check topic", err)
 		}
 	}
@@ -88,6 +101,9 @@ func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, 
 	if err != nil {
 		return nil, err
 	}
+	if err := atLatestThenEarliest(client, &o); err != nil {
+		return nil, err
+	}
 	pc, err := client.Subscribe(o)
 	if err != nil {
 		return nil, err
@@ -119,6 +135,7 @@ func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
 		AckWithResponse:                sc.ackWithResponse,
 		EnableBatchIndexAcknowledgment: sc.batchIndexAck,
 		AckGroupingOptions:             ackGrouping(sc.cfg),
+		AutoDiscoveryPeriod:            sc.discoverEvery,
 		// Small: Receive takes from it directly; the bound on memory is
 		// the receiver queues (MaxBuffered).
 		MessageChannel: make(chan pulsar.ConsumerMessage, min(queue, 10)),
@@ -164,6 +181,10 @@ func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
 	}
 	return o, nil
 }
+
+// defaultOperationTimeout is pulsar-client-go's operation timeout when the
+// topology gives none.
+const defaultOperationTimeout = 30 * time.Second
 
 // partitionSuffix marks the name of one partition of a partitioned topic.
 const partitionSuffix = "-partition-"

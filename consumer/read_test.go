@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"testing"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsar/crypto"
@@ -98,5 +99,22 @@ func TestDeadLetterOptions(t *testing.T) {
 	assert.Equal(t, "poison", o.DLQ.DeadLetterTopic)
 
 	DeadLetter(DeadLetterPolicy{}).apply(&c)
+	assert.ErrorIs(t, c.validate(), ErrBadOption)
+}
+
+// Each cluster's consumer looks for new partitions every
+// PartitionsAutoDiscoveryInterval (a minute by default); a zero or
+// negative interval is refused.
+func TestPartitionsAutoDiscoveryInterval(t *testing.T) {
+	c := defaultCfg()
+	c.topic, c.subscription = "t", "s"
+	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, 1)
+	require.NoError(t, err)
+	assert.Equal(t, time.Minute, o.AutoDiscoveryPeriod)
+	PartitionsAutoDiscoveryInterval(5 * time.Second).apply(&c)
+	o, err = consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, 1)
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Second, o.AutoDiscoveryPeriod)
+	PartitionsAutoDiscoveryInterval(0).apply(&c)
 	assert.ErrorIs(t, c.validate(), ErrBadOption)
 }

@@ -113,7 +113,7 @@ func (c *Consumer) receiveBatch(ctx context.Context, room func(held int) []Messa
 		n := 1
 		for ; n < len(ms); n++ {
 			var ok bool
-			if cm, k, ok = c.take(k.idx + 1); !ok {
+			if cm, k, ok = c.take(k.idx.Load() + 1); !ok {
 				break
 			}
 			ms[n].fill(cm.Message, k)
@@ -203,14 +203,15 @@ func (c *Consumer) enter(ctx context.Context) (*pause, error) {
 }
 
 // first takes one message under the gate: one already there, else the
-// first to come. It returns errSeekBegun when a seek begins first.
+// first to come. It returns errSeekBegun when a seek begins first. When
+// the cluster set changes while it waits, it looks again.
 func (c *Consumer) first(ctx context.Context, p *pause) (pulsar.ConsumerMessage, *cluster, error) {
 	for {
 		if cm, k, ok := c.take(c.rotor.Load()); ok {
 			return cm, k, nil
 		}
 		cm, k, err := c.wait(ctx, p.begin)
-		if err == errWake {
+		if err == errWake || err == errSetChanged {
 			continue
 		}
 		if err != nil || c.admit(cm.Message, k) {
@@ -233,7 +234,7 @@ func (c *Consumer) take(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
 		if !ok || c.admit(cm.Message, k) {
 			return cm, k, ok
 		}
-		start = k.idx + 1
+		start = k.idx.Load() + 1
 	}
 }
 
@@ -242,10 +243,14 @@ func (c *Consumer) take(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
 // every cluster's channel is empty. It moves the rotor past the cluster
 // it took from.
 func (c *Consumer) poll(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
-	n := uint32(len(c.clusters))
+	ks := c.set.Load().read
+	n := uint32(len(ks))
+	if n == 0 {
+		return pulsar.ConsumerMessage{}, nil, false
+	}
 	i := start % n
 	for range n {
-		k := c.clusters[i]
+		k := ks[i]
 		select {
 		case cm, ok := <-k.in:
 			if ok {
@@ -268,7 +273,7 @@ func (c *Consumer) poll(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
 // its first message is taken.
 func (c *Consumer) held() int {
 	n := 1 + int(c.hold.busy.Load())
-	for _, k := range c.clusters {
+	for _, k := range c.set.Load().read {
 		n += len(k.in)
 	}
 	return n

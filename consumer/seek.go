@@ -36,8 +36,9 @@ type pause struct {
 // position (a Receive running across the call may return one taken
 // before it). ctx bounds only the wait for the gate; pulsar-client-go's
 // seek itself is bounded by each cluster's operation timeout. Errors name
-// each cluster that failed (*ClusterError, joined); the others have
-// moved.
+// each cluster that failed (*ClusterError, joined), among them each that
+// is not subscribed (ErrConnect: it joins later from its cursor, not
+// moved); the others have moved.
 func (c *Consumer) SeekByTime(ctx context.Context, t time.Time) error {
 	if c == nil || c.closed.Load() {
 		return ErrClosed
@@ -57,9 +58,15 @@ func (c *Consumer) SeekByTime(ctx context.Context, t time.Time) error {
 		c.gate.Unlock()
 		close(p.done)
 	}()
-	errs := make([]error, len(c.clusters))
+	set := c.set.Load()
+	errs := make([]error, len(set.members))
 	var wg sync.WaitGroup
-	for i, k := range c.clusters {
+	for i, m := range set.members {
+		k := m.cur.Load()
+		if k == nil {
+			errs[i] = clusterErr(m.name, "seek", errNotConnected)
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -14,8 +14,10 @@ var errWake = errors.New("consumer: held messages released")
 
 // wait blocks until a message comes on any cluster's channel, ctx ends,
 // the Consumer closes (ErrClosed), begin is closed (errSeekBegun) or the
-// hand-over released messages (errWake). Go's select picks at random
-// among the channels that are ready, so no cluster is favoured. Up to four clusters it is a plain select; beyond, a
+// hand-over released messages (errWake) or the cluster set changes
+// (errSetChanged: look again). Go's select picks at random among the
+// channels that are ready, so no cluster is favoured. Up to four clusters
+// it is a plain select; beyond, a
 // reflect.Select, which allocates: a wait is taken only when every
 // cluster's channel is empty.
 func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.ConsumerMessage, *cluster, error) {
@@ -26,8 +28,18 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		k     *cluster
 		woken bool
 	)
-	ks := c.clusters
+	s := c.set.Load()
+	ks, changed := s.read, s.changed
 	switch len(ks) {
+	case 0:
+		select {
+		case <-done:
+		case <-c.closing:
+		case <-begin:
+		case <-wake:
+			woken = true
+		case <-changed:
+		}
 	case 1:
 		select {
 		case cm, ok = <-ks[0].in:
@@ -37,6 +49,7 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		case <-begin:
 		case <-wake:
 			woken = true
+		case <-changed:
 		}
 	case 2:
 		select {
@@ -49,6 +62,7 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		case <-begin:
 		case <-wake:
 			woken = true
+		case <-changed:
 		}
 	case 3:
 		select {
@@ -63,6 +77,7 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		case <-begin:
 		case <-wake:
 			woken = true
+		case <-changed:
 		}
 	case 4:
 		select {
@@ -79,14 +94,17 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 		case <-begin:
 		case <-wake:
 			woken = true
+		case <-changed:
 		}
 	default:
-		cm, ok, k, woken = c.waitMany(done, begin, wake)
+		cm, ok, k, woken = c.waitMany(ks, done, begin, wake, changed)
 	}
 	switch {
 	case k != nil && ok:
-		c.rotor.Store(k.idx + 1)
+		c.rotor.Store(k.idx.Load() + 1)
 		return cm, k, nil
+	case k != nil && k.gone.Load(): // closed with its subscription, which has left the set
+		return cm, nil, errSetChanged
 	case k != nil: // a closed channel: the cluster's consumer is gone
 		return cm, nil, ErrClosed
 	case c.closed.Load():
@@ -96,25 +114,34 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 	case woken:
 		return cm, nil, errWake
 	}
+	select {
+	case <-changed:
+		return cm, nil, errSetChanged
+	default:
+	}
 	return cm, nil, errSeekBegun
 }
 
+// errSetChanged ends a wait on a cluster set that was replaced: the take
+// looks again.
+var errSetChanged = errors.New("consumer: cluster set changed")
+
 // waitMany is wait's select over any number of clusters; woken is true
 // when wake ended it.
-func (c *Consumer) waitMany(done, begin, wake <-chan struct{}) (cm pulsar.ConsumerMessage, ok bool, k *cluster, woken bool) {
-	cases := make([]reflect.SelectCase, len(c.clusters), len(c.clusters)+4)
-	for i, k := range c.clusters {
+func (c *Consumer) waitMany(ks []*cluster, done, begin, wake, changed <-chan struct{}) (cm pulsar.ConsumerMessage, ok bool, k *cluster, woken bool) {
+	cases := make([]reflect.SelectCase, len(ks), len(ks)+5)
+	for i, k := range ks {
 		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(k.in)}
 	}
-	for _, ch := range []<-chan struct{}{done, c.closing, begin, wake} {
+	for _, ch := range []<-chan struct{}{done, c.closing, begin, changed, wake} {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
 	}
 	i, v, ok := reflect.Select(cases)
-	if i >= len(c.clusters) {
+	if i >= len(ks) {
 		return cm, false, nil, i == len(cases)-1
 	}
 	if !ok {
-		return cm, false, c.clusters[i], false
+		return cm, false, ks[i], false
 	}
-	return v.Interface().(pulsar.ConsumerMessage), true, c.clusters[i], false
+	return v.Interface().(pulsar.ConsumerMessage), true, ks[i], false
 }

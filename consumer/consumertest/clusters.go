@@ -166,7 +166,8 @@ func (cs *Clusters) connect(ctx context.Context, sub hook.Sub) (*hook.Conn, erro
 	s.open = st
 	cs.record(Event{Op: OpSubscribe, Cluster: c.name, Subscription: s.name, Partition: -1, Entry: -1})
 	go st.dispatch()
-	return &hook.Conn{Stream: st, Probe: c.probe}, nil
+	name := s.name
+	return &hook.Conn{Stream: st, Probe: c.probe, Backlog: func() (int64, error) { return int64(c.Backlog(name)), nil }}, nil
 }
 
 // newID is the ID of entry e of partition p.

@@ -46,6 +46,10 @@
 // message published before the time acknowledged and every later one not,
 // and drops what was queued.
 //
+// A Consumer's Health reports each fake subscription's backlog (what
+// Cluster.Backlog says), as the admin API does for a real cluster; so does
+// the drain of a cluster that Consumer.Update removes.
+//
 // Faults: a cluster stops delivering and its probes fail (Stall, until
 // Resume), its subscribing fails (FailConnect), its probes fail
 // (FailProbes), its acknowledgements fail (FailAcks).

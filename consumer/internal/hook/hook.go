@@ -49,6 +49,10 @@ type Conn struct {
 	Probe func() error
 	// Close is called after the Stream is closed; nil: nothing to do.
 	Close func()
+	// Backlog returns the subscription's backlog on the cluster (what
+	// the admin API says for a real one), for Health and for the drain
+	// of a cluster an Update removed; nil: unknown.
+	Backlog func() (int64, error)
 }
 
 // Connect subscribes on one cluster.
