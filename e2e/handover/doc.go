@@ -17,8 +17,7 @@
 // writes, read live (the new partitions found by discovery) and by a
 // second reader subscribed after the writes.
 //
-// Under steady load with producer.Update (live_test.go, six clusters,
-// build tag handover_live until Update exists in the tree): 5 -> 6
+// Under steady load with producer.Update (live_test.go, six clusters): 5 -> 6
 // clusters, 6 -> 5 (a drain), a reweight, partitions 5 -> 8 on one
 // cluster, and two changes back to back, each with 5,000 msg/s over
 // 10,000 keys, read back by the keyroute consumer and by the SPEC reader
@@ -35,5 +34,4 @@
 // timeouts), never from fixed figures. Run it with
 //
 //	go test -tags e2e -count=1 -v -timeout 30m ./e2e/handover/
-//	go test -tags 'e2e handover_live' -count=1 -v -timeout 30m ./e2e/handover/
 package handover

@@ -1,4 +1,4 @@
-//go:build e2e && handover_live
+//go:build e2e
 
 package handover
 
