@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -84,4 +85,11 @@ func BenchmarkAdmit(b *testing.B) {
 
 // ForgetCluster runs what a live topology change that stops reading
 // cluster name does to the holds.
-func ForgetCluster(c *Consumer, name string) { c.hold.forget(c.set.Load().byName[name]) }
+func ForgetCluster(c *Consumer, name string, finished bool) {
+	k := c.set.Load().byName[name]
+	c.setMu.Lock()
+	k.cur.Store(nil)
+	c.publish(slices.DeleteFunc(slices.Clone(c.set.Load().members), func(m *member) bool { return m == k.member }))
+	c.setMu.Unlock()
+	c.hold.forget(k, finished)
+}

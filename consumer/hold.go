@@ -65,9 +65,12 @@ type holder struct {
 	seq     uint64
 	oldest  time.Time // at or before the receipt of the oldest held message; zero when none is
 	forced  map[router.Origin]struct{}
-	work    []partKey // partitions whose frontier advanced, to settle
-	acks    []*entry  // markers to acknowledge once the lock is released
-	events  []HandoverEvent
+	// finished names the clusters a drain read to the end (backlog 0):
+	// every origin there has passed (see forget).
+	finished map[string]bool
+	work     []partKey // partitions whose frontier advanced, to settle
+	acks     []*entry  // markers to acknowledge once the lock is released
+	events   []HandoverEvent
 }
 
 // maxForced bounds the origins remembered as forced.
@@ -194,6 +197,9 @@ func (h *holder) reset() {
 	h.queues = map[slotKey]*queue{}
 	h.waiting = map[partKey]map[*queue]struct{}{}
 	h.forced = map[router.Origin]struct{}{}
+	if h.finished == nil {
+		h.finished = map[string]bool{}
+	}
 	h.ready, h.held, h.oldest, h.work, h.acks, h.events = nil, 0, time.Time{}, nil, nil, nil
 	h.busy.Store(0)
 }
@@ -358,6 +364,9 @@ func (h *holder) readable(e *entry) []router.Origin {
 	var from []router.Origin
 	for _, o := range e.tag.From {
 		if h.cluster(o.Cluster) == nil {
+			if h.finished[o.Cluster] {
+				continue // read to the end: passed
+			}
 			e.k.hold.forced.Add(1)
 			h.event(e, HandoverUnread, o, 1, 0)
 			continue
@@ -584,7 +593,15 @@ func (h *holder) blocking(e *entry) (router.Origin, bool) {
 	for len(e.tag.From) > 0 {
 		o := e.tag.From[0]
 		k := h.cluster(o.Cluster)
-		if _, forced := h.forced[o]; !forced && k != nil {
+		_, forced := h.forced[o]
+		switch {
+		case forced || h.finished[o.Cluster]:
+			// passed
+		case k == nil:
+			// Its cluster left the Consumer (forget ends the wait,
+			// reported, or a bound does).
+			return o, true
+		default:
 			pk := partKey{k, o.Partition}
 			ps := h.parts[pk]
 			if f, ok := h.frontier(pk, ps); !ok || f.Compare(o.Pos) < 0 || !within(ps, o.Pos) {
@@ -758,14 +775,25 @@ func (ch *clusterHold) health(h *ClusterHealth) {
 // topology change that stops reading k: a queue waiting on one of k's
 // partitions can no longer pass (HANDOVER.md, section 6.4), and a queue
 // of k's messages would wait for nothing. Each is delivered in order and
-// reported as HandoverUnread; k's frontiers are forgotten. Call it while
-// k is still among the Consumer's clusters (so that the reports name the
-// origin), once nothing takes from k any more.
-func (h *holder) forget(k *cluster) {
+// reported as HandoverUnread; k's frontiers are forgotten. When k was
+// read to the end (finished: a drain that found its backlog empty after
+// producers had left it), every origin on k has passed instead: queues
+// waiting on it go on as their origins pass, unreported, and so does a
+// moved message that names k later. Call it once nothing takes from k
+// any more and k has left the Consumer's clusters.
+func (h *holder) forget(k *cluster, finished bool) {
 	h.mu.Lock()
 	h.t = h.now()
+	if finished {
+		h.finished[k.name] = true
+	}
 	for _, q := range h.queues {
-		if q.waitOn.k == k || q.key.k == k {
+		switch {
+		case q.key.k == k:
+			h.force(q, HandoverUnread, h.t)
+		case q.waitOn.k == k && finished:
+			h.work = append(h.work, q.waitOn)
+		case q.waitOn.k == k:
 			h.force(q, HandoverUnread, h.t)
 		}
 	}

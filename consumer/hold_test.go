@@ -665,6 +665,27 @@ func TestHoldFrontierTableGrows(t *testing.T) {
 	}
 }
 
+// A cluster a drain read to the end (its backlog empty once producers
+// left it) holds nobody: every origin there has passed, so what waits on
+// it goes on unreported, and so does a moved message that names it later.
+func TestHoldForgetFinishedCluster(t *testing.T) {
+	obs := &events{}
+	bed := newFakeBed(16)
+	c := newConsumer(t, bed, 2, consumer.Observe(obs))
+	s1, s2 := bed.stream("c1"), bed.stream("c2")
+	o1 := origin("c1", 0, s1.at(0, 0))
+	s2.pushMoved(0, "k", "waits on c1", pid, 1, o1)
+	none(t, c)
+	consumer.ForgetCluster(c, "c1", true)
+	assert.Equal(t, []string{"waits on c1"}, recv(t, c, 1))
+	s2.pushMoved(1, "j", "names c1 later", pid, 1, origin("c1", 1, s1.at(1, 0)))
+	assert.Equal(t, []string{"names c1 later"}, recv(t, c, 1))
+	assert.Empty(t, obs.all(), "nothing forced")
+	for _, h := range c.Health(context.Background()) {
+		assert.Zero(t, h.ForcedReleases, h.Cluster)
+	}
+}
+
 // A cluster the Consumer stops reading ends the holds it takes part in:
 // queues waiting on it, and queues of its own messages, are delivered in
 // order and reported; others wait on.
@@ -679,7 +700,7 @@ func TestHoldForgetCluster(t *testing.T) {
 	s1.pushMoved(1, other, "on c1", pid, 1, origin("c3", 0, s3.at(0, 0)))
 	s2.pushMoved(0, other, "waits on c3", pid, 1, origin("c3", 0, s3.at(0, 0)))
 	none(t, c)
-	consumer.ForgetCluster(c, "c1")
+	consumer.ForgetCluster(c, "c1", false)
 	assert.ElementsMatch(t, []string{"waits on c1", "on c1"}, recv(t, c, 2))
 	none(t, c)
 	evs := obs.all()

@@ -204,7 +204,7 @@ func (c *Consumer) redial(m *member, cl topology.Cluster) {
 	if k != nil {
 		// Its unacknowledged messages come again on the next
 		// subscription; holds waiting on it end, reported.
-		c.hold.forget(k)
+		c.hold.forget(k, false)
 		k.close()
 	}
 	c.log().Info("keyroute: cluster reconnecting with new settings", "cluster", m.name)
@@ -234,7 +234,7 @@ func (c *Consumer) undo(members, added []*member, changed []reconnect, undrained
 	c.publish(members)
 	c.setMu.Unlock()
 	for _, k := range closing {
-		c.hold.forget(k)
+		c.hold.forget(k, false)
 	}
 	closeClusters(closing)
 	for _, m := range added {
@@ -264,13 +264,12 @@ func (c *Consumer) checkDrains(now time.Time) {
 			switch {
 			case err == nil && n == 0:
 				c.log().Info("keyroute: removed cluster drained, closed", "cluster", m.name)
+				c.endDrain(m, true)
 			case over:
 				c.log().Warn("keyroute: removed cluster not drained within DrainTimeout, closed; its backlog stays on the subscription",
 					"cluster", m.name, "backlog", n, "error", err, "bound", c.cfg.drainTimeout.String())
-			default:
-				return
+				c.endDrain(m, false)
 			}
-			c.endDrain(m)
 		})
 	}
 }
@@ -278,8 +277,9 @@ func (c *Consumer) checkDrains(now time.Time) {
 // errNoAdmin is a draining cluster's backlog error without an admin URL.
 var errNoAdmin = errors.New("no admin URL: the backlog cannot be asked")
 
-// endDrain takes a drained cluster out of the set and closes it.
-func (c *Consumer) endDrain(m *member) {
+// endDrain takes a drained cluster out of the set and closes it;
+// finished when it was read to the end (see holder.forget).
+func (c *Consumer) endDrain(m *member, finished bool) {
 	c.setMu.Lock()
 	if c.joinsStopped || !m.draining.Load() { // Close closes it; an Update took it back
 		c.setMu.Unlock()
@@ -294,7 +294,7 @@ func (c *Consumer) endDrain(m *member) {
 	c.publish(members)
 	c.setMu.Unlock()
 	if k != nil {
-		c.hold.forget(k)
+		c.hold.forget(k, finished)
 		k.close()
 	}
 	m.admin().close()

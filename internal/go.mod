@@ -63,6 +63,9 @@ require (
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
 
-require github.com/keyroute/keyroute v0.0.0-00010101000000-000000000000
+require (
+	github.com/keyroute/keyroute v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+)
 
 replace github.com/keyroute/keyroute => ..
