@@ -255,3 +255,22 @@ func TestOnChange(t *testing.T) {
 	assert.Equal(t, int64(9), changeCount(t, m, "keyroute.producer.change.held.messages", part))
 	assert.Equal(t, 0.003, changeHist(t, m, part).Sum)
 }
+
+// A cluster's partitions grown while the producer runs: the partition
+// change is recorded with its kind and the cluster.
+func TestChangeMetricsPartitionGrowth(t *testing.T) {
+	fake := producertest.New(producertest.Partitions(2))
+	r, tp, p, keys := changeRig(t, fake, []string{"c1", "c2"}, producer.PartitionsAutoDiscoveryInterval(time.Millisecond))
+	for k, err := range sendKeys(p, keys, "1")() {
+		require.NoError(t, err, k)
+	}
+	fake.Cluster("c1").Grow(4)
+	got := <-tp.ended
+	assert.Equal(t, "c1", got.Grown)
+	ch, m := closeAndCollect(t, r, p)
+	assert.Equal(t, got.Epoch, ch.Epoch, "one change")
+	assert.Equal(t, 2, ch.PartitionsBefore)
+	assert.Equal(t, 4, ch.PartitionsAfter)
+	assert.Equal(t, 2, ch.Markers, "a marker on each of c1's old partitions")
+	assertChange(t, m, ch, changeAttrs("partitions", "handed_over", attribute.String("keyroute.cluster", "c1")), true)
+}
