@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/keyroute/keyroute/plugin/kotel"
 	"github.com/keyroute/keyroute/producer"
@@ -273,4 +274,13 @@ func TestChangeMetricsPartitionGrowth(t *testing.T) {
 	assert.Equal(t, 4, ch.PartitionsAfter)
 	assert.Equal(t, 2, ch.Markers, "a marker on each of c1's old partitions")
 	assertChange(t, m, ch, changeAttrs("partitions", "handed_over", attribute.String("keyroute.cluster", "c1")), true)
+}
+
+// WithDurations keeps the message durations inside kotel; the changes
+// are still recorded with the MeterProvider.
+func TestOnChangeWithDurations(t *testing.T) {
+	r := newRigWith(t, sdktrace.AlwaysSample(), kotel.WithDurations(kotel.NewDurations()))
+	c := producer.Change{Epoch: 1, SlotsMoved: 10, Held: 2, Done: true, Stall: time.Millisecond}
+	r.obs.OnChange(c)
+	assertChange(t, r.collect(t), c, changeAttrs("topology", "handed_over"), true)
 }
