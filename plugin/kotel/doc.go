@@ -17,8 +17,8 @@
 //	p, err := producer.New(ctx, topo, producer.Topic(topic), producer.Observe(obs))
 //
 // Files: observer.go, attrs.go, carrier.go, errtype.go, durations.go and
-// options.go hold the producer's Observer; consumer_*.go the
-// ConsumerObserver.
+// options.go hold the producer's Observer; change.go its topology change
+// metrics; consumer_*.go the ConsumerObserver.
 //
 // # Semantic conventions
 //
@@ -49,6 +49,42 @@
 // ("send_timeout", "closed", "cluster_down", "deadline_exceeded",
 // "canceled", ...), and for an error the SDK has no code for, the Go type
 // of the underlying cause, as semconv.ErrorType names it.
+//
+// # Topology changes
+//
+// Observer is also a producer.ChangeObserver: the Producer reports each
+// topology change (Update) and partition change to OnChange, which
+// records, once the change's hand-overs have ended (Change.Done), from
+// the Change alone:
+//
+//   - counter keyroute.producer.changes ({change}): one per change;
+//   - histogram keyroute.producer.change.duration (s, buckets 1 ms ..
+//     120 s): Change.Stall, from the change to the release or decision
+//     of its last hand-over;
+//   - counter keyroute.producer.change.moved.slots ({slot}): the routing
+//     slots (of 65536) whose owner changed, Change.SlotsMoved;
+//   - counter keyroute.producer.change.sent.markers ({marker}): the old
+//     owner partitions given a hand-over marker, Change.Markers;
+//   - counter keyroute.producer.change.held.messages ({message}): the
+//     moved keys' messages held until their hand-over ended, Change.Held;
+//   - counter keyroute.producer.change.forced.handovers ({handover}): the
+//     hand-overs whose marker was not acknowledged within
+//     HandoverTimeout, so that OnClusterDown decided for their moved keys
+//     (under Spill, a possible reorder), Change.Forced.
+//
+// The conventions define no such metrics, so the names are kotel's own,
+// as the settle counter's. Every point carries messaging.system=pulsar,
+// keyroute.change.kind ("topology", or "partitions" with keyroute.cluster
+// naming the cluster that grew) and keyroute.change.outcome ("forced"
+// when Forced > 0, else "handed_over"). A Change names neither the
+// Producer nor its topic, nor the clusters or policy of a forced
+// decision, so the points carry none of them; a change ended by Close
+// counts as "handed_over". Nothing is recorded while a change is under
+// way (its applied and forced reports): the ended report has the figures.
+// The Producer may report an ended change twice; OnChange counts it once,
+// knowing it by its epoch and figures (Stall to the nanosecond) among the
+// last 64 ended changes. The instruments are synchronous: a change is
+// rare, and nothing of it touches the per-message path.
 //
 // # Propagation
 //

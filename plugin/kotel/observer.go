@@ -36,6 +36,7 @@ type Observer struct {
 	sent  metric.Int64ObservableCounter
 	dur   metric.Float64Histogram // nil with WithDurations
 	dests cache
+	chg   *changeMetrics // the topology changes' (OnChange)
 }
 
 var _ producer.Observer = (*Observer)(nil)
@@ -70,6 +71,9 @@ func New(opts ...Opt) (*Observer, error) {
 		return nil
 	}, o.sent); err != nil {
 		return nil, fmt.Errorf("kotel: %s callback: %w", sent.Name(), err)
+	}
+	if o.chg, err = newChangeMetrics(meter); err != nil {
+		return nil, err
 	}
 	o.dests.durs = c.durs
 	if c.durs != nil {
