@@ -491,6 +491,7 @@ type change struct {
 	// forced counts the hand-overs decided without their marker (7.1).
 	forced atomic.Int64
 	ended  atomic.Int64 // unix nanos when done closed
+	told   atomic.Bool  // a ChangeObserver was told it is done (once)
 }
 
 // settle counts one hand-over released or decided.

@@ -350,3 +350,23 @@ func TestFailedMarkerIsHandedOverAgain(t *testing.T) {
 		assert.Equal(t, originOf(ms[0][0]), got[0].Properties[router.PropFrom], k)
 	}
 }
+
+// A change that owes no marker (nothing was written yet) is done when it
+// is applied: a ChangeObserver hears that it is done once, not again
+// when its hand-overs are found ended.
+func TestChangeDoneIsToldOnce(t *testing.T) {
+	fake := newFake(2)
+	obs := &changes{ch: make(chan producer.Change, 16)}
+	p := newProducer(t, fake, 3, producer.Observe(obs))
+	require.NoError(t, p.Update(context.Background(), topo(4)))
+	require.NoError(t, p.Flush(context.Background())) // waits for the change's hand-overs
+	require.NoError(t, p.Close(context.Background())) // and its watcher
+	close(obs.ch)
+	done := 0
+	for c := range obs.ch {
+		if c.Done {
+			done++
+		}
+	}
+	assert.Equal(t, 1, done)
+}

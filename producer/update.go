@@ -411,7 +411,8 @@ type Change struct {
 
 // ChangeObserver is an Observer that also hears of topology changes:
 // OnChange runs when a change is applied, when OnClusterDown decides for
-// a hand-over (Forced grows), and when its hand-overs end (Done). It runs
+// a hand-over (Forced grows), and when its hand-overs end (Done, told
+// once per change). It runs
 // on the goroutine that applied the change, or on one of the Producer's
 // own, must not block, and may not call the Producer.
 type ChangeObserver interface {
@@ -464,17 +465,23 @@ func (p *Producer) report(ch *change, done bool) {
 		p.log().Info("keyroute: topology change applied", "epoch", c.Epoch, "slots_moved", c.SlotsMoved,
 			"markers", len(ch.handovers), "added", c.Added, "removed", c.Removed)
 	}
-	if o, ok := p.cfg.observer.(ChangeObserver); ok {
-		o.OnChange(c)
+	p.tell(ch, c)
+}
+
+// tell tells a ChangeObserver of c, ch's state: a change that is done is
+// told so once, whichever report sees it done first.
+func (p *Producer) tell(ch *change, c Change) {
+	o, ok := p.cfg.observer.(ChangeObserver)
+	if !ok || c.Done && ch.told.Swap(true) {
+		return
 	}
+	o.OnChange(c)
 }
 
 // observeForced tells a ChangeObserver of a hand-over decided without its
 // marker.
 func (p *Producer) observeForced(ch *change, _ *handover) {
-	if o, ok := p.cfg.observer.(ChangeObserver); ok {
-		o.OnChange(ch.describe())
-	}
+	p.tell(ch, ch.describe())
 }
 
 // discover reads every connected cluster's partition count each
