@@ -220,11 +220,12 @@ func runLive(sctx SpecContext, ch liveChange) {
 	}
 
 	suite.Step("subscribe the keyroute consumer and the SPEC reader")
+	hlog := &handoverLog{}
 	rctx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
 	c, err := consumer.New(ctx, ch.from, consumer.Topic(topic), consumer.Subscription("kr"),
 		consumer.InitialPosition(consumer.Earliest), consumer.HoldTimeout(liveHold), consumer.MaxHeld(1<<20),
-		consumer.PartitionsAutoDiscoveryInterval(discovery))
+		consumer.PartitionsAutoDiscoveryInterval(discovery), consumer.Observe(hlog))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { _ = c.Close(context.Background()) })
 	kr := readConsumer(rctx, c)
@@ -326,7 +327,7 @@ func runLive(sctx SpecContext, ch liveChange) {
 		held, markers, forced, bad = held+h.HeldTotal, markers+h.Markers, forced+h.ForcedReleases, bad+h.BadHandover
 	}
 	GinkgoWriter.Printf("keyroute consumer: held %d, markers %d, forced releases %d\n", held, markers, forced)
-	Expect(forced).To(BeZero(), "the keyroute consumer releases no hold by force")
+	Expect(forced).To(BeZero(), "the keyroute consumer releases no hold by force: %v", hlog.first(5))
 	Expect(bad).To(BeZero())
 	for _, s := range specs {
 		st := s.r.Stats()
@@ -417,4 +418,30 @@ func partitionMove(from, to int) float64 {
 		}
 	}
 	return float64(n) / steps
+}
+
+// handoverLog keeps the keyroute consumer's hand-over events.
+type handoverLog struct {
+	mu     sync.Mutex
+	events []consumer.HandoverEvent
+}
+
+func (l *handoverLog) OnReceive(*consumer.Message) {}
+func (l *handoverLog) OnAck(consumer.ID, error)    {}
+func (l *handoverLog) OnNack(consumer.ID)          {}
+func (l *handoverLog) OnHandover(e consumer.HandoverEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+// first returns up to n events, as text.
+func (l *handoverLog) first(n int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.events[:min(n, len(l.events))] {
+		out = append(out, fmt.Sprintf("%+v", e))
+	}
+	return out
 }
