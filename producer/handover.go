@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -329,6 +330,23 @@ func (p *Producer) placeMarkerLocked(ho *handover) {
 	pt.placeLocked(f, pending)
 	pt.handed.Add(1)
 	pt.w.SendAsync(f.ctx, &f.pm, f.onAck)
+	if p.cfg.batching {
+		p.goBG(func() { p.flushMarker(pt) })
+	}
+}
+
+// flushMarker sends the batch that holds a marker at once: the moved
+// keys wait for its acknowledgement, and nothing else may come to fill
+// the batch (a reconnected cluster's keys are all held), so it would
+// wait for Linger, or for good with no linger. Close ends the flush.
+func (p *Producer) flushMarker(pt *partition) {
+	if !p.enter() {
+		return
+	}
+	defer p.leave()
+	fctx, stop := p.untilClose(context.Background())
+	defer stop()
+	_ = flushWriter(fctx, pt.w) // the marker's own outcome says what happened
 }
 
 // onMarker is the marker's callback, on the old owner's callback
@@ -476,6 +494,7 @@ type change struct {
 	handovers []*handover
 	slotsFrom map[*cluster][]*slotMove // the moved slots, by old owner
 	removed   []*cluster               // drained by the change
+	replaced  []*cluster               // reconnected: the old connections, closed like removed ones
 	added     []string
 	markers   int // hand-overs that got a marker
 	// A partition change: the cluster it grew, and its counts; retired
@@ -523,7 +542,7 @@ func (p *Producer) watch(ch *change) {
 	}
 	<-ch.done
 	p.report(ch, true)
-	closing := ch.removed
+	closing := append(slices.Clone(ch.removed), ch.replaced...)
 	if ch.retired != nil {
 		closing = append(closing, ch.retired)
 	}
