@@ -77,6 +77,13 @@ type handover struct {
 	gateOnce sync.Once
 	wake     func()
 
+	// sameSpot: a reconnection's hand-over whose keys keep their
+	// partition (the new connection found the same count). Its marker's
+	// callback releases it also when the marker failed: every message
+	// handed to the old writer has its outcome then, and what the new
+	// connection writes on the partition comes after (see reconnect.go).
+	sameSpot bool
+
 	mu      sync.Mutex // guards the fields below
 	state   int
 	waiting []*held // in hand-over order
@@ -352,13 +359,21 @@ func (p *Producer) flushMarker(pt *partition) {
 // onMarker is the marker's callback, on the old owner's callback
 // goroutine: every message handed to the partition before the marker has
 // been reported. It must not block: what follows runs on a goroutine of
-// its own. A failed marker is handed over again after DownProbeInterval.
+// its own. A failed marker is handed over again after DownProbeInterval,
+// unless its hand-over is a reconnection's that keeps the keys' partition
+// (sameSpot): that one is released, owing nothing.
 func (ho *handover) onMarker(id ID, _ *Message, err error) {
 	p := ho.ch.p
 	ho.openGate()
 	if err == nil {
 		o := router.Origin{Cluster: ho.from.c.name, Partition: int32(ho.from.idx), Pos: position(id.MessageID)}
 		p.goBG(func() { p.release(ho, &o) })
+		return
+	}
+	if ho.sameSpot {
+		p.log().Warn("keyroute: reconnection marker failed; the old connection's messages have their outcomes: moving on",
+			"cluster", ho.from.c.name, "partition", ho.from.idx, "epoch", ho.ch.epoch, "error", err)
+		p.goBG(func() { p.release(ho, nil) })
 		return
 	}
 	p.log().Warn("keyroute: hand-over marker failed, handing it over again", "cluster", ho.from.c.name,

@@ -2,6 +2,7 @@ package producer
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/keyroute/keyroute/topology"
 )
@@ -41,6 +42,16 @@ import (
 // they keep the order when the new connection finds another partition
 // count (the keys then move between partitions, as in 5.5).
 //
+// The hold ends at the marker's callback, which comes once every message
+// handed to the old writer has its outcome: when the new connection has
+// the same partition count (the keys keep their partition), it ends there
+// also if the marker failed (an old connection that stopped answering:
+// its messages end at their send timeout), and the keys go on through the
+// new connection, untagged, as nothing is owed on another partition;
+// HandoverTimeout and OnClusterDown decide only when the old writer gives
+// no outcome at all. With another partition count, a failed marker is
+// handed over again, as for any change (HANDOVER.md 5.2).
+//
 // A new connection that answers with an error refuses the change
 // (ErrConnect, naming the cluster); the old connection goes on. One that
 // has not answered within StartTimeout refuses it too when the cluster is
@@ -78,4 +89,18 @@ func (p *Producer) replace(js *joinState, byName map[string]*cluster) *cluster {
 	js.replaces = old
 	old.join.gone = true // an attempt of a stand-in closes what it opens
 	return old
+}
+
+// sameSpots marks the hand-overs of ch from a reconnected cluster whose
+// new connection has the same partition count (see handover.sameSpot).
+// byName holds the change's clusters.
+func sameSpots(ch *change, byName map[string]*cluster) {
+	for _, ho := range ch.handovers {
+		old := ho.from.c
+		if !slices.Contains(ch.replaced, old) {
+			continue
+		}
+		c := byName[old.name]
+		ho.sameSpot = c.parts[0].idx >= 0 && len(c.parts) == len(old.parts)
+	}
 }

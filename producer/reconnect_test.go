@@ -14,6 +14,7 @@ import (
 
 	"github.com/keyroute/keyroute/producer"
 	"github.com/keyroute/keyroute/producer/producertest"
+	"github.com/keyroute/keyroute/router"
 	"github.com/keyroute/keyroute/topology"
 )
 
@@ -330,4 +331,42 @@ func TestReconnectNeverConnected(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return fake.Cluster("c2").Writers() == 1 }, 30*time.Second, time.Millisecond,
 		"the old settings' attempt closes what it opened")
+}
+
+// TestReconnectFromAConnectionThatFails: the old connection's messages
+// and markers fail (it stopped answering, they timed out): once every one
+// has its outcome the held messages go through the new connection,
+// untagged, without waiting for HandoverTimeout.
+func TestReconnectFromAConnectionThatFails(t *testing.T) {
+	fake := newFake(2)
+	p := newProducer(t, fake, 2, producer.HandoverTimeout(time.Hour))
+	keys := txnKeysOn(p, "c2", 100)
+	c2 := fake.Cluster("c2")
+	c2.Hold()
+	t.Cleanup(c2.Release)
+	round1 := sendAll(p, keys, "1")
+	require.NoError(t, p.Update(context.Background(), withURL(2, "c2")))
+	round2 := sendAll(p, keys, "2")
+	timedOut := errors.New("send timeout")
+	for i := range 2 {
+		c2.Partition(i).Fail(timedOut)
+	}
+	c2.Release()
+	require.NoError(t, p.Flush(context.Background()))
+	for k, err := range round1() {
+		require.ErrorIs(t, err, timedOut, k)
+	}
+	for k, err := range round2() {
+		require.NoError(t, err, k)
+		got := byValue(fake, "c2", k, "2")
+		require.Len(t, got, 1, k)
+		tag, _, err := router.ParseTag(got[0].Properties)
+		require.NoError(t, err)
+		assert.Empty(t, tag.From, "%s: nothing is owed on another partition", k)
+	}
+	assertConnHandover(t, fake, "c2", 2)
+	ch, _ := p.LastChange()
+	assert.True(t, ch.Done)
+	assert.Zero(t, ch.Forced, "released at the markers' callbacks, not decided")
+	require.Eventually(t, func() bool { return c2.Writers() == 2 }, 30*time.Second, time.Millisecond)
 }

@@ -23,9 +23,12 @@ import (
 // keyed messages wait until every message handed to the old connection
 // has its outcome, then go through the new one, tagged; the old writers
 // and connection close after (a shared client is left to Clients). No
-// message is lost, duplicated or reordered by it, unless the old
-// connection does not acknowledge its markers within HandoverTimeout
-// (OnClusterDown then decides, as below). Only the keys whose owner
+// message is lost, duplicated or reordered by it. When the old
+// connection's messages fail (it stopped answering: they end at their
+// send timeout), the held ones go on through the new connection once
+// every one of them has its outcome; only an old connection that gives
+// no outcome within HandoverTimeout leaves the decision to OnClusterDown
+// (as below). Only the keys whose owner
 // changes move (rendezvous routing), and they move in order: for every
 // partition that keys leave, the Producer writes one marker behind what
 // it already handed there, holds the moved keys' new messages in memory
@@ -264,6 +267,7 @@ func (p *Producer) apply(cur *snapshot, r *router.Router, topo *topology.Topolog
 		ch.replaced = append(ch.replaced, c)
 		p.draining[c] = struct{}{}
 	}
+	sameSpots(ch, byName)
 	for _, js := range added {
 		if js.replaces == nil {
 			ch.added = append(ch.added, js.cl.Name)
