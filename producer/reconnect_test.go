@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -214,9 +215,9 @@ func sendDuring(t *testing.T, p *producer.Producer, keys []string, senders, perK
 // outcomes.
 func assertKeyOrder(t *testing.T, fake *producertest.Clusters, p *producer.Producer, keys []string, perKey int) {
 	t.Helper()
-	// Values per key and cluster in write order (a key has one partition
-	// per cluster), consumed in event order.
-	values := map[string]map[string][]int{}
+	// Values per key and partition in write order, consumed in event
+	// order.
+	values := map[string]map[place][]int{}
 	for _, c := range p.Clusters() {
 		for _, m := range fake.Cluster(c).Messages() {
 			if m.Key == "" {
@@ -225,9 +226,10 @@ func assertKeyOrder(t *testing.T, fake *producertest.Clusters, p *producer.Produ
 			v, err := strconv.Atoi(string(m.Value))
 			require.NoError(t, err)
 			if values[m.Key] == nil {
-				values[m.Key] = map[string][]int{}
+				values[m.Key] = map[place][]int{}
 			}
-			values[m.Key][c] = append(values[m.Key][c], v)
+			at := place{c, m.Partition}
+			values[m.Key][at] = append(values[m.Key][at], v)
 		}
 	}
 	type where struct {
@@ -260,10 +262,11 @@ func assertKeyOrder(t *testing.T, fake *producertest.Clusters, p *producer.Produ
 					require.Equal(t, m.sent, m.done, "%s written on %v before its messages on %v had their outcomes", e.Key, w, other)
 				}
 			}
-			vs := values[e.Key][e.Cluster]
+			at := place{e.Cluster, e.Partition}
+			vs := values[e.Key][at]
 			require.NotEmpty(t, vs, e.Key)
 			require.Equal(t, seen[e.Key], vs[0], "%s: value %d written at position %d", e.Key, vs[0], seen[e.Key])
-			values[e.Key][e.Cluster] = vs[1:]
+			values[e.Key][at] = vs[1:]
 			seen[e.Key]++
 		}
 	}
@@ -369,4 +372,53 @@ func TestReconnectFromAConnectionThatFails(t *testing.T) {
 	assert.True(t, ch.Done)
 	assert.Zero(t, ch.Forced, "released at the markers' callbacks, not decided")
 	require.Eventually(t, func() bool { return c2.Writers() == 2 }, 30*time.Second, time.Millisecond)
+}
+
+// TestReconnectToAnotherPartitionCount: the new connection finds the
+// topic with more partitions (grown meanwhile): the keys that change
+// partition are handed over as in a partition change, tagged with their
+// old partition's marker, and every key keeps its order.
+func TestReconnectToAnotherPartitionCount(t *testing.T) {
+	fake := newFake(2)
+	p := newProducer(t, fake, 2, producer.PartitionsAutoDiscoveryInterval(0))
+	keys := keyList(200)
+	before := placements(p, keys)
+	old := holdAll(t, fake, p)
+	round0 := sendAll(p, keys, "0")
+	fake.Cluster("c1").Grow(5)
+	require.NoError(t, p.Update(context.Background(), withURL(2, "c1")))
+	assert.Equal(t, []int{5, 2}, p.Partitions())
+	round1 := sendAll(p, keys, "1")
+	releaseAll(fake, old)
+	require.NoError(t, p.Flush(context.Background()))
+	for _, errs := range []map[string]error{round0(), round1()} {
+		for k, err := range errs {
+			require.NoError(t, err, k)
+		}
+	}
+	assertKeyOrder(t, fake, p, keys, 2)
+	after := placements(p, keys)
+	moved := movedKeys(keys, before, after)
+	require.NotEmpty(t, moved)
+	ms := markers(fake, "c1")
+	for _, k := range moved {
+		require.Equal(t, "c1", after[k].cluster, k)
+		var tagged bool
+		for _, m := range fake.Cluster("c1").Partition(after[k].partition).Messages() {
+			if m.Key != k {
+				continue
+			}
+			if tag, ok, err := router.ParseTag(m.Properties); err == nil && ok {
+				var from []string
+				for _, o := range tag.From {
+					from = append(from, o.String())
+				}
+				if len(ms[before[k].partition]) > 0 && slices.Contains(from, originOf(ms[before[k].partition][0])) {
+					tagged = true
+				}
+			}
+		}
+		assert.True(t, tagged, "%s: a message at its new partition carries its old partition's marker", k)
+	}
+	require.Eventually(t, func() bool { return fake.Cluster("c1").Writers() == 5 }, 30*time.Second, time.Millisecond)
 }
