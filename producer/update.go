@@ -13,37 +13,39 @@ import (
 )
 
 // Update applies topo, a new topology of the Producer's topic, while it
-// runs: clusters added, removed (drained), reweighted or reconnected. A
-// kept cluster (same Name) whose connection settings change (ServiceURL,
-// AdminURL, Auth, TLS, Client, Producer), with or without its Weight, is
-// reconnected: its new connection is opened first (with shared
+// runs: clusters added, removed (drained), reweighted or reconnected
+// (below). Only the keys whose owner changes move (rendezvous routing),
+// and they move in order: for every partition that keys leave, the
+// Producer writes one marker behind what it already handed there, holds
+// the moved keys' new messages in memory (against their new cluster's
+// buffer share, with the usual back-pressure; their send deadline runs
+// from the hand-over) until the marker is acknowledged and every earlier
+// message there has its outcome, then writes them to their new owners
+// tagged with where their key's earlier messages lie (router/HANDOVER.md
+// section 5), so that a reader that follows HANDOVER.md (the keyroute
+// consumer) delivers a key's messages from this Producer in the order
+// they were sent. Keys that do not move are neither held nor tagged;
+// keyless messages never are. An old owner that does not acknowledge its
+// marker within HandoverTimeout is decided by OnClusterDown (HANDOVER.md
+// 7.1). A removed cluster's writers close once its markers are
+// acknowledged and all its messages have their outcomes.
+//
+// A kept cluster (same Name) whose connection settings change
+// (ServiceURL, AdminURL, Auth, TLS, Client, Producer), with or without
+// its Weight, is reconnected without losing, duplicating or reordering a
+// message: its new connection is opened first (with shared
 // keyroute.Clients, on the client Clients.Client now returns), then its
 // keys are handed over from the old connection to the new one as from an
-// old owner (below): each written partition gets a marker, the cluster's
-// keyed messages wait until every message handed to the old connection
-// has its outcome, then go through the new one, tagged; the old writers
-// and connection close after (a shared client is left to Clients). No
-// message is lost, duplicated or reordered by it. When the old
-// connection's messages fail (it stopped answering: they end at their
-// send timeout), the held ones go on through the new connection once
-// every one of them has its outcome; only an old connection that gives
-// no outcome within HandoverTimeout leaves the decision to OnClusterDown
-// (as below). Only the keys whose owner
-// changes move (rendezvous routing), and they move in order: for every
-// partition that keys leave, the Producer writes one marker behind what
-// it already handed there, holds the moved keys' new messages in memory
-// (against their new cluster's buffer share, with the usual
-// back-pressure; their send deadline runs from the hand-over) until the
-// marker is acknowledged and every earlier message there has its
-// outcome, then writes them to their new owners tagged with where their
-// key's earlier messages lie (router/HANDOVER.md section 5), so that a
-// reader that follows HANDOVER.md (the keyroute consumer) delivers a
-// key's messages from this Producer in the order they were sent. Keys
-// that do not move are neither held nor tagged; keyless messages never
-// are. An old owner that does not acknowledge its marker within
-// HandoverTimeout is decided by OnClusterDown (HANDOVER.md 7.1). A removed
-// cluster's writers close once its markers are acknowledged and all its
-// messages have their outcomes.
+// old owner: a marker on each partition written, the cluster's keyed
+// messages held until every message handed to the old connection has its
+// outcome, then written through the new one (tagged until the first
+// acknowledgement); the other clusters' keys are not held. The old
+// writers and connection close after (a shared client is left to
+// Clients). When the old connection's messages fail (it stopped
+// answering: they end at their send timeout), the held ones go on once
+// every one has its outcome, failed marker or not, when the new
+// connection finds the same partition count; only an old connection that
+// gives no outcome within HandoverTimeout leaves them to OnClusterDown.
 //
 // A bad topology, or an added or reconnected cluster that answers with an
 // error (its topic missing, its credentials refused, say), is refused
@@ -65,8 +67,9 @@ import (
 // the release's stall, forced decisions), the log says it, and an
 // Observer that implements ChangeObserver is told. Flush and Close wait
 // for a change's hand-overs (bounded by their ctx) before they flush;
-// messages still held when Close goes on fail with ErrClosed. Transactions (Txn, RunInTxn, SendTxnBulk) route
-// by the topology in use when they send but are not held: a change while
+// messages still held when Close goes on fail with ErrClosed.
+// Transactions (Txn, RunInTxn, SendTxnBulk) route by the topology in use
+// when they send but are not held: a change while
 // a moved key's messages are in a transaction gives them no order with
 // that key's other messages. Called from a Callback, Update returns
 // ErrInCallback.
