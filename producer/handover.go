@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +76,13 @@ type handover struct {
 	gate     chan struct{}
 	gateOnce sync.Once
 	wake     func()
+
+	// sameSpot: a reconnection's hand-over whose keys keep their
+	// partition (the new connection found the same count). Its marker's
+	// callback releases it also when the marker failed: every message
+	// handed to the old writer has its outcome then, and what the new
+	// connection writes on the partition comes after (see reconnect.go).
+	sameSpot bool
 
 	mu      sync.Mutex // guards the fields below
 	state   int
@@ -329,18 +337,43 @@ func (p *Producer) placeMarkerLocked(ho *handover) {
 	pt.placeLocked(f, pending)
 	pt.handed.Add(1)
 	pt.w.SendAsync(f.ctx, &f.pm, f.onAck)
+	if p.cfg.batching {
+		p.goBG(func() { p.flushMarker(pt) })
+	}
+}
+
+// flushMarker sends the batch that holds a marker at once: the moved
+// keys wait for its acknowledgement, and nothing else may come to fill
+// the batch (a reconnected cluster's keys are all held), so it would
+// wait for Linger, or for good with no linger. Close ends the flush.
+func (p *Producer) flushMarker(pt *partition) {
+	if !p.enter() {
+		return
+	}
+	defer p.leave()
+	fctx, stop := p.untilClose(context.Background())
+	defer stop()
+	_ = flushWriter(fctx, pt.w) // the marker's own outcome says what happened
 }
 
 // onMarker is the marker's callback, on the old owner's callback
 // goroutine: every message handed to the partition before the marker has
 // been reported. It must not block: what follows runs on a goroutine of
-// its own. A failed marker is handed over again after DownProbeInterval.
+// its own. A failed marker is handed over again after DownProbeInterval,
+// unless its hand-over is a reconnection's that keeps the keys' partition
+// (sameSpot): that one is released, owing nothing.
 func (ho *handover) onMarker(id ID, _ *Message, err error) {
 	p := ho.ch.p
 	ho.openGate()
 	if err == nil {
 		o := router.Origin{Cluster: ho.from.c.name, Partition: int32(ho.from.idx), Pos: position(id.MessageID)}
 		p.goBG(func() { p.release(ho, &o) })
+		return
+	}
+	if ho.sameSpot {
+		p.log().Warn("keyroute: reconnection marker failed; the old connection's messages have their outcomes: moving on",
+			"cluster", ho.from.c.name, "partition", ho.from.idx, "epoch", ho.ch.epoch, "error", err)
+		p.goBG(func() { p.release(ho, nil) })
 		return
 	}
 	p.log().Warn("keyroute: hand-over marker failed, handing it over again", "cluster", ho.from.c.name,
@@ -476,6 +509,7 @@ type change struct {
 	handovers []*handover
 	slotsFrom map[*cluster][]*slotMove // the moved slots, by old owner
 	removed   []*cluster               // drained by the change
+	replaced  []*cluster               // reconnected: the old connections, closed like removed ones
 	added     []string
 	markers   int // hand-overs that got a marker
 	// A partition change: the cluster it grew, and its counts; retired
@@ -524,7 +558,7 @@ func (p *Producer) watch(ch *change) {
 	}
 	<-ch.done
 	p.report(ch, true)
-	closing := ch.removed
+	closing := append(slices.Clone(ch.removed), ch.replaced...)
 	if ch.retired != nil {
 		closing = append(closing, ch.retired)
 	}

@@ -65,6 +65,11 @@ type joinState struct {
 	gone   bool
 	ready  *link
 
+	// replaces is, for a reconnection (see reconnect.go), the cluster
+	// whose connection it replaces; nil otherwise. Set before the
+	// attempt starts, and by apply under joinMu.
+	replaces *cluster
+
 	firstEnd chan struct{} // closed when the first attempt ends
 	endOnce  sync.Once
 
@@ -116,6 +121,9 @@ func (p *Producer) standIn(js *joinState) *cluster {
 func (p *Producer) joinedCluster(js *joinState, l *link) *cluster {
 	c := &cluster{name: js.cl.Name, url: js.cl.ServiceURL, obs: p.cfg.observer,
 		budget: js.budget, health: js.health, link: l, join: js}
+	if old := js.replaces; old != nil && old.parts[0].idx >= 0 {
+		c.prev = old // a reconnection: they share the health's counts
+	}
 	c.parts = make([]*partition, len(l.writers))
 	maxFree := max(minFree, int(c.budget.maxMsgs.Load())/len(c.parts))
 	for j, w := range l.writers {

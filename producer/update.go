@@ -13,31 +13,50 @@ import (
 )
 
 // Update applies topo, a new topology of the Producer's topic, while it
-// runs: clusters added, removed (drained) or reweighted. A kept cluster
-// (same Name) may change only its Weight; to change its URLs or settings,
-// remove it and add it under another name. Only the keys whose owner
-// changes move (rendezvous routing), and they move in order: for every
-// partition that keys leave, the Producer writes one marker behind what
-// it already handed there, holds the moved keys' new messages in memory
-// (against their new cluster's buffer share, with the usual
-// back-pressure; their send deadline runs from the hand-over) until the
-// marker is acknowledged and every earlier message there has its
-// outcome, then writes them to their new owners tagged with where their
-// key's earlier messages lie (router/HANDOVER.md section 5), so that a
-// reader that follows HANDOVER.md (the keyroute consumer) delivers a
-// key's messages from this Producer in the order they were sent. Keys
-// that do not move are neither held nor tagged; keyless messages never
-// are. An old owner that does not acknowledge its marker within
-// HandoverTimeout is decided by OnClusterDown (HANDOVER.md 7.1). A removed
-// cluster's writers close once its markers are acknowledged and all its
-// messages have their outcomes.
+// runs: clusters added, removed (drained), reweighted or reconnected
+// (below). Only the keys whose owner changes move (rendezvous routing),
+// and they move in order: for every partition that keys leave, the
+// Producer writes one marker behind what it already handed there, holds
+// the moved keys' new messages in memory (against their new cluster's
+// buffer share, with the usual back-pressure; their send deadline runs
+// from the hand-over) until the marker is acknowledged and every earlier
+// message there has its outcome, then writes them to their new owners
+// tagged with where their key's earlier messages lie (router/HANDOVER.md
+// section 5), so that a reader that follows HANDOVER.md (the keyroute
+// consumer) delivers a key's messages from this Producer in the order
+// they were sent. Keys that do not move are neither held nor tagged;
+// keyless messages never are. An old owner that does not acknowledge its
+// marker within HandoverTimeout is decided by OnClusterDown (HANDOVER.md
+// 7.1). A removed cluster's writers close once its markers are
+// acknowledged and all its messages have their outcomes.
 //
-// A bad topology (invalid, or changing a kept cluster's other fields), or
-// an added cluster that answers with an error (its topic missing, say),
-// is refused with an error naming what is wrong (ErrBadTopology,
-// ErrConnect), and the topology in use goes on. An added cluster that has
-// not answered within StartTimeout is added down, like a cluster that
-// did not answer New: its keys follow OnClusterDown until it joins.
+// A kept cluster (same Name) whose connection settings change
+// (ServiceURL, AdminURL, Auth, TLS, Client, Producer), with or without
+// its Weight, is reconnected without losing, duplicating or reordering a
+// message: its new connection is opened first (with shared
+// keyroute.Clients, on the client Clients.Client now returns), then its
+// keys are handed over from the old connection to the new one as from an
+// old owner: a marker on each partition written, the cluster's keyed
+// messages held until every message handed to the old connection has its
+// outcome, then written through the new one (tagged until the first
+// acknowledgement); the other clusters' keys are not held. The old
+// writers and connection close after (a shared client is left to
+// Clients). When the old connection's messages fail (it stopped
+// answering: they end at their send timeout), the held ones go on once
+// every one has its outcome, failed marker or not, when the new
+// connection finds the same partition count; only an old connection that
+// gives no outcome within HandoverTimeout leaves them to OnClusterDown.
+//
+// A bad topology, or an added or reconnected cluster that answers with an
+// error (its topic missing, its credentials refused, say), is refused
+// with an error naming what is wrong (ErrBadTopology, ErrConnect), and
+// the topology in use goes on, over the old connections. An added cluster
+// that has not answered within StartTimeout is added down, like a
+// cluster that did not answer New: its keys follow OnClusterDown until it
+// joins. A reconnection that has not answered within StartTimeout is
+// refused (ErrConnect) while the cluster is connected, so that a working
+// connection is never traded for a silent one; a cluster that never
+// connected takes its new settings down, and joins when they answer.
 //
 // Changes apply one at a time, in call order: Update first waits until
 // the previous change's hand-overs have ended (every marker acknowledged,
@@ -48,8 +67,9 @@ import (
 // the release's stall, forced decisions), the log says it, and an
 // Observer that implements ChangeObserver is told. Flush and Close wait
 // for a change's hand-overs (bounded by their ctx) before they flush;
-// messages still held when Close goes on fail with ErrClosed. Transactions (Txn, RunInTxn, SendTxnBulk) route
-// by the topology in use when they send but are not held: a change while
+// messages still held when Close goes on fail with ErrClosed.
+// Transactions (Txn, RunInTxn, SendTxnBulk) route by the topology in use
+// when they send but are not held: a change while
 // a moved key's messages are in a transaction gives them no order with
 // that key's other messages. Called from a Callback, Update returns
 // ErrInCallback.
@@ -86,9 +106,8 @@ func (p *Producer) Update(ctx context.Context, topo *topology.Topology) error {
 			added = append(added, p.newJoinState(cl, maxMsgs, maxBytes))
 			continue
 		}
-		if field := changedField(c.join.cl, cl); field != "" {
-			return fmt.Errorf("%w: cluster %q: %s changed: a running cluster may change only its weight (remove it and add it under another name)",
-				ErrBadTopology, cl.Name, field)
+		if js := p.reconnection(c, cl, topo); js != nil {
+			added = append(added, js)
 		}
 	}
 	if err := p.connectAdded(ctx, added); err != nil {
@@ -127,7 +146,7 @@ func (p *Producer) beginChange(ctx context.Context) error {
 func (p *Producer) endChange() { <-p.updating }
 
 // changedField names the first field of a kept cluster, other than its
-// Weight, that differs in b, or returns "".
+// Weight, that differs in b (a reconnection), or returns "".
 func changedField(a, b topology.Cluster) string {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	for i := range va.NumField() {
@@ -167,6 +186,9 @@ func (p *Producer) connectAdded(ctx context.Context, added []*joinState) error {
 		select {
 		case <-js.firstEnd:
 		default:
+			if js.replaces != nil && js.replaces.join.joined.Load() {
+				errs = append(errs, errNotAnswered(js, p.cfg.startBound().String()))
+			}
 			continue // not answered: added down
 		}
 		if js.joined.Load() {
@@ -213,8 +235,12 @@ func (p *Producer) apply(cur *snapshot, r *router.Router, topo *topology.Topolog
 	for _, c := range cur.clusters {
 		byName[c.name] = c
 	}
+	var replaced []*cluster
 	for _, js := range added {
 		js.adding = false
+		if js.replaces != nil {
+			replaced = append(replaced, p.replace(js, byName))
+		}
 		if l := js.ready; l != nil {
 			js.ready = nil
 			byName[js.cl.Name] = p.joinedCluster(js, l)
@@ -240,8 +266,15 @@ func (p *Producer) apply(cur *snapshot, r *router.Router, topo *topology.Topolog
 			p.draining[c] = struct{}{}
 		}
 	}
+	for _, c := range replaced {
+		ch.replaced = append(ch.replaced, c)
+		p.draining[c] = struct{}{}
+	}
+	sameSpots(ch, byName)
 	for _, js := range added {
-		ch.added = append(ch.added, js.cl.Name)
+		if js.replaces == nil {
+			ch.added = append(ch.added, js.cl.Name)
+		}
 	}
 	p.snap.Store(next)
 	unwritten := p.mark(ch)
@@ -314,7 +347,7 @@ func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 		h := uint64(s) << (64 - router.SlotBits)
 		from, to := cur.clusters[cur.router.Cluster(h)], next.clusters[next.router.Cluster(h)]
 		partChange := grown != nil && from == grown
-		if from.name == to.name && !partChange {
+		if from == to { // a cluster reconnected (or grown) is a new *cluster
 			continue
 		}
 		ch.slots++
@@ -390,8 +423,10 @@ type Change struct {
 	SlotsMoved int
 	// Markers is how many old owner partitions got a marker.
 	Markers int
-	// Added and Removed name the clusters the change added and drained.
-	Added, Removed []string
+	// Added and Removed name the clusters the change added and drained;
+	// Reconnected those whose connection settings it changed (their
+	// keys were handed over from the old connection to the new one).
+	Added, Removed, Reconnected []string
 	// Held counts the moved keys' messages held so far.
 	Held int64
 	// Done is set once every hand-over has ended; Stall is then how long
@@ -447,6 +482,9 @@ func (ch *change) describe() Change {
 		c.Removed = append(c.Removed, c2.name)
 	}
 	c.Added = ch.added
+	for _, c2 := range ch.replaced {
+		c.Reconnected = append(c.Reconnected, c2.name)
+	}
 	c.Grown, c.PartitionsBefore, c.PartitionsAfter = ch.grown, ch.partsBefore, ch.partsAfter
 	if end := ch.ended.Load(); end != 0 {
 		c.Done = true
@@ -463,7 +501,7 @@ func (p *Producer) report(ch *change, done bool) {
 			"held", c.Held, "stall", c.Stall.String(), "forced", c.Forced)
 	} else {
 		p.log().Info("keyroute: topology change applied", "epoch", c.Epoch, "slots_moved", c.SlotsMoved,
-			"markers", len(ch.handovers), "added", c.Added, "removed", c.Removed)
+			"markers", len(ch.handovers), "added", c.Added, "removed", c.Removed, "reconnected", c.Reconnected)
 	}
 	p.tell(ch, c)
 }

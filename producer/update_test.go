@@ -260,100 +260,10 @@ func TestUpdateUnderConcurrentSends(t *testing.T) {
 	p := newProducer(t, fake, 5)
 	const senders, perKey = 4, 60
 	keys := keyList(200)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	errs := make(chan error, senders*len(keys)*perKey)
-	for s := range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			mine := keys[s*len(keys)/senders : (s+1)*len(keys)/senders]
-			for i := range perKey {
-				for _, k := range mine {
-					p.SendAsync(context.Background(), &producer.Message{Key: k, Value: []byte(strconv.Itoa(i))},
-						func(_ producer.ID, _ *producer.Message, err error) {
-							if err != nil {
-								errs <- fmt.Errorf("%s: %w", k, err)
-							}
-						})
-				}
-			}
-		}()
-	}
-	close(start)
-	require.NoError(t, p.Update(context.Background(), topo(6)))
-	wg.Wait()
-	require.NoError(t, p.Flush(context.Background()))
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	sendDuring(t, p, keys, senders, perKey, func() error { return p.Update(context.Background(), topo(6)) })
 
 	// The fake's event log is in write order across clusters.
-	next := map[string]int{}
-	for _, e := range fake.Events() {
-		if e.Op != producertest.OpSend || e.Key == "" {
-			continue
-		}
-		next[e.Key]++
-	}
-	for _, k := range keys {
-		assert.Equal(t, perKey, next[k], k)
-	}
-	seen := map[string]int{}
-	var all []producertest.Message
-	for _, c := range p.Clusters() {
-		all = append(all, fake.Cluster(c).Messages()...)
-	}
-	// Per key, write order is value order: check through the events,
-	// which carry no value, by the values per cluster and the events'
-	// cluster order.
-	perCluster := map[string]map[string][]int{}
-	for _, m := range all {
-		if m.Key == "" {
-			continue
-		}
-		v, err := strconv.Atoi(string(m.Value))
-		require.NoError(t, err)
-		if perCluster[m.Key] == nil {
-			perCluster[m.Key] = map[string][]int{}
-		}
-		perCluster[m.Key][m.Cluster] = append(perCluster[m.Key][m.Cluster], v)
-	}
-	type count struct{ sent, acked int }
-	byCluster := map[string]map[string]*count{}
-	for _, e := range fake.Events() {
-		if e.Key == "" {
-			continue
-		}
-		if byCluster[e.Key] == nil {
-			byCluster[e.Key] = map[string]*count{}
-		}
-		n := byCluster[e.Key][e.Cluster]
-		if n == nil {
-			n = &count{}
-			byCluster[e.Key][e.Cluster] = n
-		}
-		if e.Op == producertest.OpAck {
-			n.acked++
-		}
-		if e.Op != producertest.OpSend {
-			continue
-		}
-		n.sent++
-		for other, m := range byCluster[e.Key] {
-			if other != e.Cluster {
-				require.Equal(t, m.sent, m.acked, "key %s written to %s before its messages on %s were acknowledged", e.Key, e.Cluster, other)
-			}
-		}
-		vs := perCluster[e.Key][e.Cluster]
-		require.NotEmpty(t, vs)
-		v := vs[0]
-		perCluster[e.Key][e.Cluster] = vs[1:]
-		require.Equal(t, seen[e.Key], v, "key %s: value %d written at position %d", e.Key, v, seen[e.Key])
-		seen[e.Key]++
-	}
+	assertKeyOrder(t, fake, p, keys, perKey)
 	ch, ok := p.LastChange()
 	require.True(t, ok)
 	assert.True(t, ch.Done)

@@ -132,8 +132,9 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 	var err error
 	closeClient := func() {}
 	if wc.clients != nil {
-		// Acquired, so that a Clients.Update that removes or replaces the
-		// cluster closes its client only once this link is closed.
+		// Held until the writers close: a change of the Clients that
+		// replaces or removes the cluster's client closes it only then,
+		// once this connection's hand-over is over (see reconnect.go).
 		client, closeClient, err = wc.clients.Acquire(cl.Name)
 	} else {
 		client, err = keyroute.Open(cl, wc.transactions, wc.memoryLimit, wc.logger, wc.configure)

@@ -170,7 +170,7 @@ func (cs *Clusters) connect(ctx context.Context, name string) (*hook.Conn, error
 	case len(c.parts) == 0:
 		return nil, errNoPartitions
 	}
-	cl := &client{c: c, gone: make(chan struct{})}
+	cl := &client{c: c, n: c.connects + 1, gone: make(chan struct{})}
 	conn := &hook.Conn{Writers: make([]hook.Writer, len(c.parts)), Probe: c.probe, Close: cl.close}
 	for i, p := range c.parts {
 		conn.Writers[i] = p.open(cl, false)
@@ -215,6 +215,7 @@ func (cs *Clusters) connect(ctx context.Context, name string) (*hook.Conn, error
 // client is one connection to a cluster.
 type client struct {
 	c    *Cluster
+	n    int           // 1 for the cluster's first connection, 2 for the next, ... (Event.Conn)
 	gone chan struct{} // closed when the client closes
 }
 

@@ -72,6 +72,11 @@ type Event struct {
 	// Err is the error of OpSendFail, OpFail, OpBeginFail, OpCommitFail
 	// and OpAbortFail.
 	Err error
+	// Conn is, for the message operations, the connection whose writer
+	// the message was sent to: 1 for the cluster's first connect, 2 for
+	// the next (a Producer that reconnected, or a second Producer), and
+	// so on (see Cluster.Connects); 0 for the transaction operations.
+	Conn int
 }
 
 func (e Event) String() string {

@@ -114,12 +114,12 @@ func (p *Partition) Keys() []string {
 
 // write records pm, sent in t (nil: none), and returns it as pending.
 // Called with cs.mu held.
-func (p *Partition) write(pm *pulsar.ProducerMessage, t *txn) pending {
-	e := pending{rec: -1, pm: pm, txn: t}
+func (p *Partition) write(pm *pulsar.ProducerMessage, t *txn, conn int) pending {
+	e := pending{rec: -1, pm: pm, txn: t, conn: conn}
 	if p.c.cs.opt.forget {
 		return e
 	}
-	p.log(OpSend, pm.Key, t, nil)
+	p.log(OpSend, pm.Key, t, nil, conn)
 	m := Message{Cluster: p.c.name, Partition: p.idx, Key: pm.Key, OrderingKey: pm.OrderingKey,
 		Value: p.keep(pm.Payload), Properties: pm.Properties, EventTime: pm.EventTime, DeliverAfter: pm.DeliverAfter}
 	if pm.DeliverAt.UnixNano() > 0 {
@@ -163,19 +163,19 @@ func (p *Partition) stamp(es []pending, missing int) []msgID {
 		if e.txn != nil {
 			e.txn.acked++
 		}
-		p.log(OpAck, e.pm.Key, e.txn, nil)
+		p.log(OpAck, e.pm.Key, e.txn, nil, e.conn)
 	}
 	p.entries++
 	return ids
 }
 
 // log records a message event. Called with cs.mu held.
-func (p *Partition) log(op Op, key string, t *txn, err error) {
+func (p *Partition) log(op Op, key string, t *txn, err error, conn int) {
 	cs := p.c.cs
 	if cs.opt.forget {
 		return
 	}
-	ev := Event{Op: op, Cluster: p.c.name, Partition: p.idx, Key: key, Err: err}
+	ev := Event{Op: op, Cluster: p.c.name, Partition: p.idx, Key: key, Err: err, Conn: conn}
 	if t != nil {
 		ev.Txn = t.id
 	}

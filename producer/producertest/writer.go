@@ -43,10 +43,11 @@ type writer struct {
 
 // pending is a written message whose outcome is not reported yet.
 type pending struct {
-	rec int // its record in p.msgs; -1 when not kept
-	pm  *pulsar.ProducerMessage
-	cb  func(pulsar.MessageID, *pulsar.ProducerMessage, error)
-	txn *txn
+	rec  int // its record in p.msgs; -1 when not kept
+	pm   *pulsar.ProducerMessage
+	cb   func(pulsar.MessageID, *pulsar.ProducerMessage, error)
+	txn  *txn
+	conn int // the connection of the writer it was sent to (Event.Conn)
 	// flush is set on the last message held when a flush began: the
 	// flush returns the error it fails with (see FlushWithCtx).
 	flush *flushWait
@@ -85,7 +86,7 @@ func (w *writer) SendAsync(ctx context.Context, pm *pulsar.ProducerMessage, cb f
 	cs.mu.Lock()
 	t := p.c.txnOf(w, pm)
 	if err := w.refusal(ctx, t); err != nil {
-		p.log(OpSendFail, pm.Key, t, err)
+		p.log(OpSendFail, pm.Key, t, err, w.cl.n)
 		cs.mu.Unlock()
 		if async {
 			w.cb.Lock()
@@ -94,7 +95,7 @@ func (w *writer) SendAsync(ctx context.Context, pm *pulsar.ProducerMessage, cb f
 		cb(nil, pm, err)
 		return
 	}
-	e := p.write(pm, t)
+	e := p.write(pm, t, w.cl.n)
 	e.cb = cb
 	if p.c.holding || w.batch > 0 {
 		w.held = append(w.held, e)
@@ -299,7 +300,7 @@ func (cs *Clusters) take(ws []*writer, n, missing int, err error) []batch {
 			b.ids = w.p.stamp(b.es, missing)
 		} else {
 			for _, e := range b.es {
-				w.p.log(OpFail, e.pm.Key, e.txn, err)
+				w.p.log(OpFail, e.pm.Key, e.txn, err, e.conn)
 				if e.flush != nil {
 					e.flush.err = err
 				}
