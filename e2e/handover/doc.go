@@ -24,10 +24,11 @@
 // while the load runs, and by a second SPEC reader subscribed after it:
 // no loss, no duplicate, no reorder per key and producer; the moved
 // keys' fraction within 0.01 of what the weights give; the unmoved keys'
-// acknowledged rate from the change on at least 0.95 of the rate before
-// it in the same run (a cluster outside the starting topology carries a
-// like share on a topic of its own until the change, so that it is warm
-// and the machine's load is the same in both windows); the moved keys'
+// acknowledged share of what the sender offered them, from the change on,
+// at least 0.95 of that share before it in the same run (a cluster
+// outside the starting topology carries a like share on a topic of its
+// own until the change, so that it is warm; the raw rates and the time
+// the sender spent inside SendAsync are printed with it); the moved keys'
 // extra latency (p50, p99, max) is printed.
 //
 // Bounds come from settings (hold timeouts, discovery interval, operation
