@@ -417,12 +417,17 @@ var _ = Describe("a live topology change under steady load (producer.Update)", f
 	})
 
 	// Pending: in one of four runs the keyroute consumer did not read
-	// local-2's new partitions within a minute (local-2's backlog 1,767
-	// and every cluster's lag 64 s at the end, 106,019 of 111,162
-	// delivered, none held), while the SPEC readers, plain
-	// pulsar-client-go consumers with the same discovery interval, read
-	// them all. Not found yet; the partition growth of spec_test.go and
-	// the producer's unit tests of growth still run.
+	// local-2's partitions after the growth (local-2's backlog 1,767 and
+	// every cluster's lag 64 s at the end, 106,019 of 111,162 delivered,
+	// none held), while the SPEC readers, plain pulsar-client-go
+	// consumers with the same discovery interval, read them all. The
+	// likely cause is upstream (apache/pulsar-client-go#1426, open):
+	// v0.21.0's internalTopicSubscribeToPartitions, when subscribing one
+	// new partition fails, closes every partition consumer it holds, the
+	// old ones included, and never makes them again. The fix is the
+	// consumer's own discovery that resubscribes a grown cluster; the
+	// partition growth of spec_test.go and the producer's unit tests of
+	// growth still run.
 	PIt("partitions 5 -> 8 on local-2: its keys that change partition move in order", func(sctx SpecContext) {
 		runLive(sctx, liveChange{
 			from: topoOf(5, nil), epochs: 1, wantMoved: partitionMove(5, 8) / 5,
