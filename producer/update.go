@@ -71,8 +71,10 @@ import (
 // Transactions (Txn, RunInTxn, SendTxnBulk) route by the topology in use
 // when they send but are not held: a change while
 // a moved key's messages are in a transaction gives them no order with
-// that key's other messages. Called from a Callback, Update returns
-// ErrInCallback.
+// that key's other messages. With WithClients, topo must be the shared
+// clients' topology (keyroute.ErrOtherTopology otherwise): call
+// Clients.Update, which updates every producer and consumer attached.
+// Called from a Callback, Update returns ErrInCallback.
 func (p *Producer) Update(ctx context.Context, topo *topology.Topology) error {
 	if p == nil {
 		return ErrNilProducer
