@@ -61,8 +61,13 @@ func (t *Txn) Ack(a keyroute.TxnAck) error {
 }
 
 // ackAll makes every staged acknowledgement in its cluster's transaction,
-// all in parallel, and waits for the brokers' answers until ctx ends or
-// the deadline. It returns the errors, each naming its cluster.
+// the clusters in parallel and one acknowledgement at a time within each,
+// and waits for the brokers' answers until ctx ends or the deadline. It
+// returns the errors, each naming its cluster. One at a time: pulsar-client-go
+// v0.21.0 records a transaction's acknowledged subscriptions in a map it
+// reads without its lock (transaction.registerAckTopic), so two
+// acknowledgements of one transaction on two partitions at once can crash
+// the process (concurrent map read and write).
 func (p *Producer) ackAll(ctx context.Context, plan []*txnCluster, deadline time.Time) error {
 	var (
 		mu   sync.Mutex
@@ -70,17 +75,21 @@ func (p *Producer) ackAll(ctx context.Context, plan []*txnCluster, deadline time
 		wg   sync.WaitGroup
 	)
 	for _, tc := range plan {
-		for _, a := range tc.acks {
-			wg.Add(1)
-			p.goBG(func() {
-				defer wg.Done()
+		if len(tc.acks) == 0 {
+			continue
+		}
+		wg.Add(1)
+		p.goBG(func() {
+			defer wg.Done()
+			for _, a := range tc.acks {
 				if err := a.a.AckWithTxn(tc.txn); err != nil {
 					mu.Lock()
 					errs = append(errs, &ClusterError{Cluster: tc.c.name, Op: "ack in transaction", Err: err})
 					mu.Unlock()
+					return
 				}
-			})
-		}
+			}
+		})
 	}
 	if !p.wait(ctx, deadline, &wg) {
 		if err := ctx.Err(); err != nil {
