@@ -109,6 +109,13 @@ type member struct {
 
 	checking atomic.Bool // a drain's backlog check is running
 
+	// Partition discovery (grow.go): discovering is set while a lookup
+	// runs; discovered, the monitor's own, is when it last started one;
+	// partsErr is Health's PartitionsErr (a shrink), nil when none.
+	discovering atomic.Bool
+	discovered  time.Time
+	partsErr    atomic.Pointer[error]
+
 	jmu        sync.Mutex // guards the fields below
 	err        error      // the last join attempt's error; errNoAnswer before the first ended
 	lastEnd    time.Time  // when the last join attempt ended

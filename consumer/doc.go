@@ -62,10 +62,10 @@
 // credentials changed are reconnected on the same subscription, and
 // weights are ignored. A bad topology is refused and the old one keeps
 // running. Takes read the set of clusters from one atomic snapshot, with
-// no lock per message. Each cluster's pulsar-client-go consumer also finds
-// partitions added to the topic by itself
-// (PartitionsAutoDiscoveryInterval) and reads them from their first
-// message.
+// no lock per message. The Consumer also looks each cluster's partition
+// count up (PartitionsAutoDiscoveryInterval) and subscribes a cluster
+// whose topic grew again over all its partitions, reading the new ones
+// from their first message.
 //
 // # Concurrency
 //

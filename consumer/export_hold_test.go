@@ -91,5 +91,9 @@ func ForgetCluster(c *Consumer, name string, finished bool) {
 	k.cur.Store(nil)
 	c.publish(slices.DeleteFunc(slices.Clone(c.set.Load().members), func(m *member) bool { return m == k.member }))
 	c.setMu.Unlock()
-	c.hold.forget(k, finished)
+	how := forgetClosed
+	if finished {
+		how = forgetFinished
+	}
+	c.hold.forget(k, how)
 }

@@ -20,7 +20,15 @@ func (f fakeConnector) connect(ctx context.Context, cl topology.Cluster, sc subC
 	if err != nil {
 		return nil, clusterErr(cl.Name, "subscribe", err)
 	}
-	return &link{stream: s, probe: probe, close: func() {}}, nil
+	l := &link{stream: s, probe: probe, close: func() {}}
+	if p, ok := s.(interface{ Partitions() (int, error) }); ok { // partition discovery
+		n, err := p.Partitions()
+		if err != nil {
+			return nil, clusterErr(cl.Name, "subscribe", err)
+		}
+		l.parts, l.partitions = n, p.Partitions
+	}
+	return l, nil
 }
 
 // WithConnector makes New subscribe with fn instead of pulsar-client-go.

@@ -51,6 +51,7 @@ func (m *fakeMsg) IsNullValue() bool             { return false }
 type fakeStream struct {
 	cluster string
 	ch      chan pulsar.ConsumerMessage
+	bed     *fakeBed
 
 	mu     sync.Mutex
 	next   map[int32]int64 // next entry per partition
@@ -151,11 +152,15 @@ type fakeBed struct {
 	streams map[string]*fakeStream
 	failOn  map[string]error
 	probes  map[string]error
-	hang    chan struct{} // when set, probes wait until it is closed
+	hang    chan struct{}  // when set, probes wait until it is closed
+	parts   map[string]int // the topic's partition count per cluster; 1 when not set
+	carry   bool           // a new stream of a cluster goes on from its old one's positions
+	joins   map[string]int // subscriptions made per cluster
 }
 
 func newFakeBed(queue int) *fakeBed {
-	return &fakeBed{queue: queue, shares: map[string]int{}, streams: map[string]*fakeStream{}, failOn: map[string]error{}, probes: map[string]error{}}
+	return &fakeBed{queue: queue, shares: map[string]int{}, streams: map[string]*fakeStream{}, failOn: map[string]error{}, probes: map[string]error{},
+		parts: map[string]int{}, joins: map[string]int{}}
 }
 
 func (b *fakeBed) connect(_ context.Context, cl topology.Cluster, share int) (consumer.Stream, func() error, error) {
@@ -166,7 +171,16 @@ func (b *fakeBed) connect(_ context.Context, cl topology.Cluster, share int) (co
 		return nil, nil, err
 	}
 	s := newFakeStream(cl.Name, b.queue)
+	s.bed = b
+	if old := b.streams[cl.Name]; old != nil && b.carry {
+		old.mu.Lock()
+		for p, e := range old.next {
+			s.next[p] = e
+		}
+		old.mu.Unlock()
+	}
 	b.streams[cl.Name] = s
+	b.joins[cl.Name]++
 	name := cl.Name
 	return s, func() error { return b.probe(name) }, nil
 }
@@ -181,6 +195,28 @@ func (b *fakeBed) probe(cluster string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.probes[cluster]
+}
+
+// Partitions is the topic's partition count on the stream's cluster now.
+func (s *fakeStream) Partitions() (int, error) {
+	if s.bed == nil {
+		return 1, nil
+	}
+	s.bed.mu.Lock()
+	defer s.bed.mu.Unlock()
+	return max(1, s.bed.parts[s.cluster]), nil
+}
+
+func (b *fakeBed) setParts(cluster string, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.parts[cluster] = n
+}
+
+func (b *fakeBed) joined(cluster string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.joins[cluster]
 }
 
 func (b *fakeBed) setProbe(cluster string, err error) {

@@ -23,6 +23,13 @@ type ClusterHealth struct {
 	// until its subscription's backlog is 0 (see Update); such clusters
 	// come after the topology's.
 	Draining bool
+	// Partitions is the topic's partition count the subscription reads,
+	// 0 while not subscribed; it follows growth (see
+	// PartitionsAutoDiscoveryInterval). PartitionsErr is set while the
+	// count looked up is below it (Pulsar cannot shrink a partitioned
+	// topic: it was deleted and made again), nil otherwise.
+	Partitions    int
+	PartitionsErr error
 	// Delivered counts the messages of the cluster handed to the caller:
 	// returned by Receive or ReceiveBatch, or taken from Chan (messages
 	// received from the broker but not yet taken, or dropped by SeekByTime
@@ -85,6 +92,10 @@ func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 			Redelivered: k.redelivered.Load(), Lag: since(k.lastPublish.Load()), Backlog: -1,
 		}
 		k.hold.health(h)
+		h.PartitionsErr = k.partitionsErr()
+		if cur != nil {
+			h.Partitions = cur.link.parts
+		}
 		if cur == nil { // not asked: its admin API may not answer either
 			h.Err = c.connectError(k, k.lastErr())
 			h.BacklogErr = h.Err
@@ -173,5 +184,6 @@ func (c *Consumer) monitor() {
 		}
 		c.retryJoins(now)
 		c.checkDrains(now)
+		c.discover(now)
 	}
 }

@@ -668,10 +668,15 @@ func (ch *clusterHold) health(h *ClusterHealth) {
 // producers had left it), every origin on k has passed instead: queues
 // waiting on it go on as their origins pass, unreported, and so does a
 // moved message that names k later. Call it once nothing takes from k
-// any more and k has left the Consumer's clusters.
-func (h *holder) forget(k *cluster, finished bool) {
+// any more and k has left the Consumer's clusters. With
+// forgetKeepFrontiers (k is replaced by a subscription of the same
+// member over the same partitions and more), the member's frontiers stay:
+// every message taken from k was delivered or is delivered here, so the
+// highest position taken from each partition still tells what passed.
+func (h *holder) forget(k *cluster, how forgetHow) {
 	h.mu.Lock()
 	h.t = h.now()
+	finished := how == forgetFinished
 	if finished {
 		h.finished[k.name] = true
 	}
@@ -685,13 +690,29 @@ func (h *holder) forget(k *cluster, finished bool) {
 			h.force(q, HandoverUnread, h.t)
 		}
 	}
+	t := k.hold.front.Load()
 	for pk, ps := range h.parts {
 		if pk.k == k {
 			h.acks = append(h.acks, ps.markers...)
 			delete(h.parts, pk)
+			if t != nil && int(pk.p) < len(t.p) {
+				// The position past the word went with ps: none taken.
+				t.p[pk.p].word.CompareAndSwap(packOverflow, 0)
+			}
 		}
 	}
-	k.hold.front.Store(nil)
+	if how != forgetKeepFrontiers {
+		k.hold.front.Store(nil)
+	}
 	h.settle()
 	h.unlock()
 }
+
+// forgetHow is what holder.forget keeps of a cluster.
+type forgetHow int
+
+const (
+	forgetClosed        forgetHow = iota // k's member reads no more, or from elsewhere (a reconnect)
+	forgetFinished                       // k was read to the end
+	forgetKeepFrontiers                  // the same partitions come again on the member's next subscription
+)

@@ -39,18 +39,18 @@ import (
 
 // atLatestThenEarliest makes the subscription o asks for at Latest exist
 // on every partition the topic has now, then sets o to Earliest; o at
-// Earliest already is left alone. pulsar-client-go v0.21.0 subscribes the
-// partitions it discovers later (every AutoDiscoveryPeriod, see
-// pulsar/consumer_impl.go: internalTopicSubscribeToPartitions) with the
-// SubscriptionInitialPosition the consumer was made with, so a consumer
-// made at Latest would make its subscription on a new partition at Latest
-// when it finds it, up to a PartitionsAutoDiscoveryInterval after
-// producers began writing there, and skip what they wrote. Made at
-// Earliest, it starts a new partition's subscription at its first
-// message; the Latest that InitialPosition asks for holds for the
-// partitions there at New, through a short-lived consumer that makes the
-// subscription there and is closed before the real one subscribes (it
-// takes at most one message per partition, which comes again).
+// Earliest already is left alone. pulsar-client-go subscribes every
+// partition it finds with the SubscriptionInitialPosition the consumer
+// was made with, and it looks the partitions up again inside Subscribe:
+// a partition added since the Consumer's lookup, which producers may
+// already write, would get its subscription at Latest and lose what they
+// wrote. Made at Earliest, the consumer starts a new partition's
+// subscription at its first message; the Latest that InitialPosition asks
+// for holds for the partitions there before, through a short-lived
+// consumer that makes the subscription there and is closed before the
+// real one subscribes (it takes at most one message per partition, which
+// comes again). Partitions added later are found by the Consumer's own
+// discovery (grow.go), which subscribes again at Earliest.
 func atLatestThenEarliest(client pulsar.Client, o *pulsar.ConsumerOptions) error {
 	if o.SubscriptionInitialPosition != pulsar.SubscriptionPositionLatest {
 		return nil

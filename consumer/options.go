@@ -282,13 +282,18 @@ func StartTimeout(d time.Duration) Opt {
 // (default off: see StartTimeout).
 func RequireAllClusters(on bool) Opt { return optFunc(func(c *cfg) { c.startAll = on }) }
 
-// PartitionsAutoDiscoveryInterval sets how often each cluster's
-// pulsar-client-go consumer looks the topic's partition count up and
-// subscribes the partitions added since (default
-// DefaultPartitionsAutoDiscoveryInterval; pulsar-client-go's
-// ConsumerOptions.AutoDiscoveryPeriod). A partition found so is
-// subscribed at Earliest, so that what producers wrote there before it
-// was found is read (see New).
+// PartitionsAutoDiscoveryInterval sets how often the Consumer looks each
+// cluster's partition count up (default
+// DefaultPartitionsAutoDiscoveryInterval; the role of pulsar-client-go's
+// ConsumerOptions.AutoDiscoveryPeriod, whose own discovery keyroute
+// keeps off: see apache/pulsar-client-go#1426). A cluster whose topic
+// grew is subscribed again, on the same subscription, over all its
+// partitions: the old ones resume from their cursors (messages delivered
+// and not yet acknowledged come again), the new ones start at Earliest,
+// so that what producers wrote there before it was found is read; the
+// cluster is not read for the time of that subscribe. A count below the
+// one subscribed is reported in Health (PartitionsErr) and logged; the
+// partitions subscribed are still read.
 func PartitionsAutoDiscoveryInterval(d time.Duration) Opt {
 	return optFunc(func(c *cfg) { c.discoverEvery = d })
 }

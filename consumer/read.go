@@ -30,6 +30,10 @@ type link struct {
 	// backlog, when set, returns the subscription's backlog on the
 	// cluster in place of the admin API (fakes).
 	backlog func() (int64, error)
+	// parts is the topic's partition count the subscription reads;
+	// partitions looks the count up now (nil: never, see grow.go).
+	parts      int
+	partitions func() (int, error)
 }
 
 // subConfig is what a connector needs to subscribe on one cluster.
@@ -116,6 +120,11 @@ func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, 
 			_, err := client.TopicPartitions(topic)
 			return err
 		},
+		parts: len(parts),
+		partitions: func() (int, error) {
+			ps, err := client.TopicPartitions(topic)
+			return len(ps), err
+		},
 	}, nil
 }
 
@@ -135,7 +144,7 @@ func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
 		AckWithResponse:                sc.ackWithResponse,
 		EnableBatchIndexAcknowledgment: sc.batchIndexAck,
 		AckGroupingOptions:             ackGrouping(sc.cfg),
-		AutoDiscoveryPeriod:            sc.discoverEvery,
+		AutoDiscoveryPeriod:            discoveryOff, // the Consumer's own: see grow.go
 		// Small: Receive takes from it directly; the bound on memory is
 		// the receiver queues (MaxBuffered).
 		MessageChannel: make(chan pulsar.ConsumerMessage, min(queue, 10)),
@@ -174,6 +183,7 @@ func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
 		{"Type", o.Type != want.Type},
 		{"MessageChannel", o.MessageChannel != want.MessageChannel},
 		{"AckWithResponse", o.AckWithResponse != want.AckWithResponse},
+		{"AutoDiscoveryPeriod", o.AutoDiscoveryPeriod != want.AutoDiscoveryPeriod},
 	} {
 		if f.changed {
 			return o, fmt.Errorf("%w: ConfigureConsumer changed %s on cluster %q: set it with keyroute's own option", ErrBadOption, f.name, sc.cluster)

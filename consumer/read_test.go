@@ -34,12 +34,13 @@ func TestConfigureConsumer(t *testing.T) {
 	assert.True(t, o.ReadCompacted)
 
 	for name, fn := range map[string]func(*pulsar.ConsumerOptions){
-		"Topic":            func(o *pulsar.ConsumerOptions) { o.Topic = "other" },
-		"Topics":           func(o *pulsar.ConsumerOptions) { o.Topics = []string{"a", "b"} },
-		"SubscriptionName": func(o *pulsar.ConsumerOptions) { o.SubscriptionName = "x" },
-		"Type":             func(o *pulsar.ConsumerOptions) { o.Type = pulsar.Shared },
-		"MessageChannel":   func(o *pulsar.ConsumerOptions) { o.MessageChannel = make(chan pulsar.ConsumerMessage) },
-		"AckWithResponse":  func(o *pulsar.ConsumerOptions) { o.AckWithResponse = true },
+		"Topic":               func(o *pulsar.ConsumerOptions) { o.Topic = "other" },
+		"Topics":              func(o *pulsar.ConsumerOptions) { o.Topics = []string{"a", "b"} },
+		"SubscriptionName":    func(o *pulsar.ConsumerOptions) { o.SubscriptionName = "x" },
+		"Type":                func(o *pulsar.ConsumerOptions) { o.Type = pulsar.Shared },
+		"MessageChannel":      func(o *pulsar.ConsumerOptions) { o.MessageChannel = make(chan pulsar.ConsumerMessage) },
+		"AckWithResponse":     func(o *pulsar.ConsumerOptions) { o.AckWithResponse = true },
+		"AutoDiscoveryPeriod": func(o *pulsar.ConsumerOptions) { o.AutoDiscoveryPeriod = time.Minute },
 	} {
 		ConfigureConsumer(func(_ string, o *pulsar.ConsumerOptions) { fn(o) }).apply(&c)
 		_, err := consumerOptions(subConfig{cfg: c, cluster: "west", share: 50}, 2)
@@ -102,19 +103,20 @@ func TestDeadLetterOptions(t *testing.T) {
 	assert.ErrorIs(t, c.validate(), ErrBadOption)
 }
 
-// Each cluster's consumer looks for new partitions every
-// PartitionsAutoDiscoveryInterval (a minute by default); a zero or
-// negative interval is refused.
-func TestPartitionsAutoDiscoveryInterval(t *testing.T) {
+// pulsar-client-go's own partition discovery never runs: v0.21.0's
+// internalTopicSubscribeToPartitions, when one new partition fails to
+// subscribe, closes the old partitions' consumers for good
+// (apache/pulsar-client-go#1426). The Consumer discovers partitions
+// itself (grow.go), at the interval its option gives.
+func TestPulsarDiscoveryIsOff(t *testing.T) {
 	c := defaultCfg()
-	c.topic, c.subscription = "t", "s"
-	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, 1)
+	for _, o := range []Opt{Topic("t"), Subscription("s"), PartitionsAutoDiscoveryInterval(time.Second)} {
+		o.apply(&c)
+	}
+	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 50}, 2)
 	require.NoError(t, err)
-	assert.Equal(t, time.Minute, o.AutoDiscoveryPeriod)
-	PartitionsAutoDiscoveryInterval(5 * time.Second).apply(&c)
-	o, err = consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, 1)
-	require.NoError(t, err)
-	assert.Equal(t, 5*time.Second, o.AutoDiscoveryPeriod)
+	assert.Equal(t, discoveryOff, o.AutoDiscoveryPeriod)
+	assert.Equal(t, time.Second, c.discoverEvery)
 	PartitionsAutoDiscoveryInterval(0).apply(&c)
 	assert.ErrorIs(t, c.validate(), ErrBadOption)
 }

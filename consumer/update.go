@@ -204,7 +204,7 @@ func (c *Consumer) redial(m *member, cl topology.Cluster) {
 	if k != nil {
 		// Its unacknowledged messages come again on the next
 		// subscription; holds waiting on it end, reported.
-		c.hold.forget(k, false)
+		c.hold.forget(k, forgetClosed)
 		k.close()
 	}
 	c.log().Info("keyroute: cluster reconnecting with new settings", "cluster", m.name)
@@ -234,7 +234,7 @@ func (c *Consumer) undo(members, added []*member, changed []reconnect, undrained
 	c.publish(members)
 	c.setMu.Unlock()
 	for _, k := range closing {
-		c.hold.forget(k, false)
+		c.hold.forget(k, forgetClosed)
 	}
 	closeClusters(closing)
 	for _, m := range added {
@@ -294,7 +294,11 @@ func (c *Consumer) endDrain(m *member, finished bool) {
 	c.publish(members)
 	c.setMu.Unlock()
 	if k != nil {
-		c.hold.forget(k, finished)
+		how := forgetClosed
+		if finished {
+			how = forgetFinished
+		}
+		c.hold.forget(k, how)
 		k.close()
 	}
 	m.admin().close()

@@ -1,0 +1,125 @@
+package consumer
+
+import (
+	"errors"
+	"math"
+	"time"
+)
+
+// Partition growth. The Consumer looks each cluster's partition count up
+// itself, every PartitionsAutoDiscoveryInterval, and subscribes a cluster
+// whose topic grew again, over every partition, on the same subscription;
+// pulsar-client-go's own discovery is kept from running (discoveryOff).
+//
+// Why not pulsar-client-go's discovery: v0.21.0's
+// internalTopicSubscribeToPartitions (pulsar/consumer_impl.go), when
+// subscribing one new partition fails, closes every partition consumer
+// in its new list, the old partitions' included (it copied them in), and
+// keeps the closed ones; the next round copies them again and subscribes
+// only the partitions past them, so the old partitions are never read
+// again (apache/pulsar-client-go#1426).
+//
+// The new subscription resumes the old partitions from their cursors
+// (messages delivered and not yet acknowledged come again) and starts the
+// new ones at Earliest, so nothing producers wrote there before the
+// Consumer found them is skipped (router/HANDOVER.md, section 9). The
+// partitions' delivered frontiers are kept across it: the same partitions
+// of the same subscription, so a moved message at a new partition whose
+// origin passed before it is not held again.
+
+// discoveryOff is the AutoDiscoveryPeriod given to pulsar-client-go: its
+// discovery never runs (see above).
+const discoveryOff = time.Duration(math.MaxInt64)
+
+// errGrowing is the state of a cluster between the subscription that read
+// its old partitions and the one over all of them.
+var errGrowing = errors.New("the topic's partitions grew: subscribing again over all of them")
+
+// errShrunk is Health's PartitionsErr for a count below the one subscribed.
+var errShrunk = errors.New("the topic's partition count shrank (Pulsar cannot shrink a partitioned topic: was it deleted and made again?)")
+
+// discover starts, for every member subscribed whose last lookup was a
+// PartitionsAutoDiscoveryInterval ago, a lookup of its partition count;
+// the monitor calls it.
+func (c *Consumer) discover(now time.Time) {
+	for _, m := range c.set.Load().members {
+		k := m.cur.Load()
+		if k == nil || k.link.partitions == nil || m.removed.Load() || now.Sub(m.discovered) < c.cfg.discoverEvery {
+			continue
+		}
+		m.discovered = now // the monitor's own field
+		c.goOnce(&m.discovering, func() {
+			n, err := k.link.partitions()
+			if err != nil { // the probe reports the cluster's trouble
+				return
+			}
+			switch {
+			case n > k.link.parts:
+				m.partsErr.Store(nil)
+				c.regrow(m, k, n)
+			case n < k.link.parts:
+				if m.partsErr.Swap(&errShrunk) == nil {
+					c.log().Error("keyroute: the topic's partition count shrank; reading the partitions subscribed",
+						"cluster", m.name, "topic", c.cfg.topic, "subscribed", k.link.parts, "now", n)
+				}
+			default:
+				m.partsErr.Store(nil)
+			}
+		})
+	}
+}
+
+// regrow replaces k, m's subscription over parts it had, by one over all
+// n partitions: k leaves the read set, and is closed once what was
+// taken from it is acknowledged (see awaitAcks; its grouped
+// acknowledgements are sent then), then a join attempt subscribes again
+// at Earliest. Holds waiting on k end reported, as at a reconnect, but the
+// partitions' frontiers stay (see holder.forget).
+func (c *Consumer) regrow(m *member, k *cluster, n int) {
+	c.setMu.Lock()
+	if c.joinsStopped || m.removed.Load() || m.cur.Load() != k {
+		c.setMu.Unlock()
+		return
+	}
+	m.cur.Store(nil)
+	m.jmu.Lock()
+	m.late, m.err = true, errGrowing
+	m.jmu.Unlock()
+	c.publish(c.set.Load().members)
+	c.setMu.Unlock()
+	c.log().Info("keyroute: the topic's partitions grew; subscribing again over all of them",
+		"cluster", m.name, "topic", c.cfg.topic, "from", k.link.parts, "to", n)
+	c.awaitAcks(m)
+	c.hold.forget(k, forgetKeepFrontiers)
+	k.close()
+	c.startAttempt(c.joinCtx, m)
+}
+
+// awaitAcks waits, up to one ProbeInterval, until every message m
+// delivered was acknowledged or nacked, so that the acknowledgement a
+// caller makes right after a take still reaches the subscription it came
+// from (Ack goes to a message's own subscription until it is closed)
+// rather than making it come again. A cumulative acknowledgement counts
+// once: the wait then lasts the bound.
+func (c *Consumer) awaitAcks(m *member) {
+	end := time.Now().Add(c.cfg.probeEvery)
+	for {
+		time.Sleep(time.Millisecond) // takes under way count what they took
+		if m.acked.Load()+m.nacked.Load() >= m.delivered.Load() || time.Now().After(end) {
+			return
+		}
+		select {
+		case <-c.closing:
+			return
+		default:
+		}
+	}
+}
+
+// partitionsErr is Health's PartitionsErr for m.
+func (m *member) partitionsErr() error {
+	if p := m.partsErr.Load(); p != nil {
+		return clusterErr(m.name, "partitions", *p)
+	}
+	return nil
+}

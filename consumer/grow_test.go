@@ -1,0 +1,92 @@
+package consumer_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keyroute/keyroute/consumer"
+)
+
+// A cluster whose topic grew is subscribed again over all its partitions,
+// on the same subscription: the new partition's messages are read, and a
+// moved message there whose origin passed before the growth (its marker
+// was taken from the old subscription) is delivered without a hold,
+// because the partitions' frontiers carry over. The other cluster is not
+// touched.
+func TestGrowthSubscribesAgainAndKeepsFrontiers(t *testing.T) {
+	bed := newFakeBed(16)
+	bed.carry = true
+	bed.setParts("c1", 2)
+	bed.setParts("c2", 2)
+	ev := &events{}
+	// A hold would outlast the test: a moved message held for want of its
+	// frontier never comes.
+	c := newConsumer(t, bed, 2, consumer.PartitionsAutoDiscoveryInterval(time.Millisecond),
+		consumer.ProbeInterval(time.Millisecond), consumer.HoldTimeout(time.Hour), consumer.Observe(ev))
+	s1 := bed.stream("c1")
+	s1.push(0, "k", "old")
+	mpos := s1.pushMarker(0, pid, 1)
+	s1.push(0, "x", "after the marker")
+	assert.Equal(t, []string{"old", "after the marker"}, recv(t, c, 2))
+	assert.Equal(t, 2, health(c, "c1").Partitions)
+
+	bed.setParts("c1", 3)
+	waitFor(t, func() bool { return bed.joined("c1") == 2 && health(c, "c1").Connected })
+	assert.Equal(t, 3, health(c, "c1").Partitions)
+	assert.Equal(t, 1, bed.joined("c2"))
+
+	s1 = bed.stream("c1")
+	s1.pushMoved(2, "k", "moved", pid, 1, origin("c1", 0, mpos))
+	s1.push(2, "y", "new partition")
+	assert.Equal(t, []string{"moved", "new partition"}, recv(t, c, 2))
+	h := health(c, "c1")
+	assert.Zero(t, h.ForcedReleases)
+	assert.Zero(t, h.Held)
+	assert.Empty(t, ev.all(), "nothing reported")
+	assert.NoError(t, h.PartitionsErr)
+}
+
+// Without the frontiers (a subscription that took nothing from the
+// origin's partition), the moved message waits for the origin's partition
+// as it comes again on the new subscription.
+func TestGrowthHoldsUntilTheOriginComesAgain(t *testing.T) {
+	bed := newFakeBed(16)
+	bed.carry = true
+	bed.setParts("c1", 1)
+	c := newConsumer(t, bed, 1, consumer.PartitionsAutoDiscoveryInterval(time.Millisecond),
+		consumer.ProbeInterval(time.Millisecond), consumer.HoldTimeout(time.Hour))
+	bed.setParts("c1", 2)
+	waitFor(t, func() bool { return bed.joined("c1") == 2 && health(c, "c1").Connected })
+	s1 := bed.stream("c1")
+	mpos := s1.at(0, 1)
+	s1.pushMoved(1, "k", "moved", pid, 1, origin("c1", 0, mpos))
+	none(t, c)
+	s1.push(0, "k", "old")
+	s1.pushMarker(0, pid, 1)
+	assert.Equal(t, []string{"old", "moved"}, recv(t, c, 2))
+}
+
+// A count below the one subscribed is reported, and the partitions
+// subscribed are still read; a count back at it clears the report.
+func TestShrinkIsReported(t *testing.T) {
+	bed := newFakeBed(16)
+	bed.setParts("c1", 3)
+	c := newConsumer(t, bed, 1, consumer.PartitionsAutoDiscoveryInterval(time.Millisecond), consumer.ProbeInterval(time.Millisecond))
+	bed.setParts("c1", 2)
+	waitFor(t, func() bool { return health(c, "c1").PartitionsErr != nil })
+	h := health(c, "c1")
+	var ce *consumer.ClusterError
+	require.ErrorAs(t, h.PartitionsErr, &ce)
+	assert.Equal(t, "c1", ce.Cluster)
+	assert.Contains(t, h.PartitionsErr.Error(), "shrank")
+	assert.Equal(t, 3, h.Partitions)
+	assert.Equal(t, 1, bed.joined("c1"), "not subscribed again")
+	bed.stream("c1").push(2, "k", "v")
+	assert.Equal(t, []string{"v"}, recv(t, c, 1))
+
+	bed.setParts("c1", 3)
+	waitFor(t, func() bool { return health(c, "c1").PartitionsErr == nil })
+}
