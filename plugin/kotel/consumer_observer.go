@@ -28,7 +28,8 @@ const (
 var receiveKind = trace.WithSpanKind(trace.SpanKindClient)
 
 // ConsumerObserver records OpenTelemetry metrics and spans for a keyroute
-// consumer; pass it to consumer.Observe. It is safe for concurrent use.
+// consumer; pass it to consumer.Observe. It is also a
+// consumer.HandoverObserver (OnHandover). It is safe for concurrent use.
 // Its topic and subscription are options, so one ConsumerObserver serves
 // the Consumers of one topic and subscription.
 type ConsumerObserver struct {
@@ -41,6 +42,7 @@ type ConsumerObserver struct {
 	consumed metric.Int64ObservableCounter
 	settled  metric.Int64ObservableCounter
 	sites    sites
+	handover *handoverMetrics
 }
 
 var _ consumer.Observer = (*ConsumerObserver)(nil)
@@ -83,6 +85,9 @@ func NewConsumerObserver(opts ...ConsumerOpt) (*ConsumerObserver, error) {
 		return nil
 	}, o.consumed, o.settled); err != nil {
 		return nil, fmt.Errorf("kotel: consumer metrics callback: %w", err)
+	}
+	if o.handover, err = newHandoverMetrics(meter, &o.sites); err != nil {
+		return nil, err
 	}
 	return o, nil
 }

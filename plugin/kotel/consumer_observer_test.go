@@ -117,17 +117,25 @@ func message(partition int, entry int64, props map[string]string) *consumer.Mess
 // consumerAttrs are the attributes of operation op (type typ) on
 // partition 3 of east-1, as the rig's observer records them.
 func consumerAttrs(op, typ string, extra ...attribute.KeyValue) []attribute.KeyValue {
-	return append([]attribute.KeyValue{
+	a := []attribute.KeyValue{
 		attribute.String("messaging.system", "pulsar"),
 		attribute.String("messaging.operation.name", op),
 		attribute.String("messaging.operation.type", typ),
+	}
+	return append(append(a, eastWhere()...), extra...)
+}
+
+// eastWhere are the attributes that place a consumer's point on
+// partition 3 of east-1, as the rig's observer records them.
+func eastWhere() []attribute.KeyValue {
+	return []attribute.KeyValue{
 		attribute.String("messaging.destination.name", testTopic),
 		attribute.String("messaging.consumer.group.name", "indexer"),
 		attribute.String("messaging.destination.partition.id", "3"),
 		attribute.String("server.address", "b1.east.example"),
 		attribute.Int("server.port", 6651),
 		attribute.String("keyroute.cluster", "east-1"),
-	}, extra...)
+	}
 }
 
 // TestReceiveLinksToProducerSpan sends a message through the producer's
@@ -350,15 +358,17 @@ func TestConsumerConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	sum := func(m map[attribute.Distinct]int64) (n int64) {
-		for _, v := range m {
-			n += v
-		}
-		return n
-	}
 	consumed, settled := r.counts(t, consumedName), r.counts(t, settleName)
 	assert.Len(t, consumed, parts)
-	assert.Equal(t, int64(goroutines*perG), sum(consumed))
+	assert.Equal(t, int64(goroutines*perG), total(consumed))
 	assert.Len(t, settled, parts*2)
-	assert.Equal(t, int64(goroutines*perG), sum(settled))
+	assert.Equal(t, int64(goroutines*perG), total(settled))
+}
+
+// total returns the sum of counts' values.
+func total(counts map[attribute.Distinct]int64) (n int64) {
+	for _, v := range counts {
+		n += v
+	}
+	return n
 }

@@ -4,13 +4,14 @@
 // propagates the span's trace context in the message properties; and
 // ConsumerObserver, an implementation of consumer.Observer that counts the
 // messages received and settled and records a receive span linked to the
-// producer's (see Consumer below).
+// producer's, and of consumer.HandoverObserver that records the hand-over
+// events of moving keys (see Consumer and Consumer hand-over below).
 //
 // Data flows topology -> router -> producer -> (observer) kotel: the
 // producer calls OnStart when a message is handed over and OnDone once with
 // its outcome; kotel owns nothing else and never blocks. On the other side,
 // topology -> consumer -> (observer) kotel: the consumer calls OnReceive,
-// OnAck and OnNack.
+// OnAck, OnNack and OnHandover.
 //
 //	obs, err := kotel.New() // global providers and propagator
 //	if err != nil { ... }
@@ -216,4 +217,42 @@
 // WithTracing(false) 52 ns and no allocation; a receive span the sampler
 // drops 0.84 us, 8 allocs (extracting the producer's context, the link and
 // the SDK's unsampled span); a sampled one 3.8 us, 16 allocs, 2.7 KB.
+//
+// # Consumer hand-over
+//
+// ConsumerObserver is also a consumer.HandoverObserver: a Consumer given
+// it with consumer.Observe reports to OnHandover each hand-over of a
+// moving key that does not go to plan (router/HANDOVER.md, section 6),
+// and OnHandover records, from the consumer.HandoverEvent alone:
+//
+//   - counter keyroute.consumer.handover.events ({event}): one per event;
+//   - counter keyroute.consumer.handover.released.messages ({message}):
+//     the messages the event delivered, HandoverEvent.Messages (a forced
+//     hold's whole queue; 1 for the other kinds);
+//   - histogram keyroute.consumer.handover.hold.duration (s, the buckets
+//     of keyroute.producer.change.duration, 1 ms .. 120 s): how long the
+//     first message the event delivered was held, HandoverEvent.Held; 0
+//     for a message delivered without a hold (HandoverUnordered,
+//     HandoverBad, and HandoverUnread of a moved message whose origin is
+//     on a cluster the Consumer does not read), so the histogram counts
+//     every event too.
+//
+// The conventions define no such metrics, so the names are kotel's own.
+// Every point carries the attributes of the consumer's other points for
+// the cluster and partition where the event's message was read
+// (messaging.system=pulsar, messaging.destination.name,
+// messaging.consumer.group.name, messaging.destination.partition.id,
+// server.address, server.port, keyroute.cluster; those whose option was
+// not given are left out) and keyroute.handover.kind: "hold_timeout" (a
+// hold outlived HoldTimeout), "hold_limit" (MaxHeld released the oldest
+// hold), "origin_unread" (an origin on a cluster the Consumer does not
+// read), "unordered" (a moved message its producer released without its
+// origin) or "bad" (hand-over properties that do not follow HANDOVER.md);
+// "_OTHER" for a kind this version does not know. Every kind but "bad"
+// may deliver a moved key's message before an earlier one of that key.
+//
+// A hold that ends as planned, its origin passed, is no event: the
+// Consumer counts those in its Health (HeldTotal, HoldTime), which kotel
+// does not read. The instruments are synchronous: events are rare next
+// to the messages.
 package kotel
