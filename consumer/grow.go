@@ -77,10 +77,13 @@ func (c *Consumer) discover(now time.Time) {
 // partitions' frontiers stay (see holder.forget).
 func (c *Consumer) regrow(m *member, k *cluster, n int) {
 	c.setMu.Lock()
-	if c.joinsStopped || m.removed.Load() || m.cur.Load() != k {
+	// m.trying is this goroutine's until it has subscribed again: the
+	// monitor starts no attempt of its own while k is still open.
+	if c.joinsStopped || m.removed.Load() || m.cur.Load() != k || !m.trying.CompareAndSwap(false, true) {
 		c.setMu.Unlock()
 		return
 	}
+	defer m.trying.Store(false)
 	m.cur.Store(nil)
 	m.jmu.Lock()
 	m.late, m.err = true, errGrowing
@@ -92,7 +95,7 @@ func (c *Consumer) regrow(m *member, k *cluster, n int) {
 	c.awaitAcks(m)
 	c.hold.forget(k, forgetKeepFrontiers)
 	k.close()
-	c.startAttempt(c.joinCtx, m)
+	c.joinAttempt(c.joinCtx, m) // on this goroutine, which Close waits for
 }
 
 // awaitAcks waits, up to one ProbeInterval, until every message m

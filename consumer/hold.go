@@ -442,8 +442,16 @@ func (h *holder) hold(ps *partState, sk slotKey, q *queue, e *entry) {
 
 // drain delivers q's messages from its head while their origins have
 // passed, and leaves q waiting on the first that has not.
+// The messages released so are reported as one HandoverReleased.
 func (h *holder) drain(q *queue) {
 	h.unwait(q)
+	var first *entry
+	n := 0
+	defer func() {
+		if n > 0 {
+			h.event(first, HandoverReleased, router.Origin{}, n, h.t.Sub(first.since))
+		}
+	}()
 	for len(q.items) > 0 {
 		e := q.items[0]
 		if o, ok := h.blocking(e); ok {
@@ -458,6 +466,9 @@ func (h *holder) drain(q *queue) {
 		q.items[0] = nil
 		q.items = q.items[1:]
 		h.release(e)
+		if n++; first == nil {
+			first = e
+		}
 	}
 	delete(h.queues, q.key)
 }

@@ -138,10 +138,18 @@ func (e *events) OnHandover(ev consumer.HandoverEvent) {
 	e.mu.Unlock()
 }
 
+// all returns the events but HandoverReleased (see released).
 func (e *events) all() []consumer.HandoverEvent {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return slices.Clone(e.evs)
+	return slices.DeleteFunc(slices.Clone(e.evs), func(ev consumer.HandoverEvent) bool { return ev.Kind == consumer.HandoverReleased })
+}
+
+// released returns the HandoverReleased events.
+func (e *events) released() []consumer.HandoverEvent {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(e.evs), func(ev consumer.HandoverEvent) bool { return ev.Kind != consumer.HandoverReleased })
 }
 
 // A moved message read before its origin's marker is held, and delivered
@@ -168,6 +176,31 @@ func TestHoldMovedUntilItsMarker(t *testing.T) {
 	assert.Equal(t, int64(0), h2.Held)
 	assert.Equal(t, uint64(1), h2.HeldTotal)
 	assert.Zero(t, h2.ForcedReleases)
+}
+
+// A hold that ends as planned is reported once per release: the messages
+// its queue delivered, and how long the first was held.
+func TestHoldReleasedIsReported(t *testing.T) {
+	bed := newFakeBed(16)
+	ev := &events{}
+	c := newConsumer(t, bed, 2, consumer.Observe(ev))
+	s1, s2 := bed.stream("c1"), bed.stream("c2")
+	mpos := s1.at(0, 0)
+	s2.pushMoved(0, "k", "new", pid, 1, origin("c1", 0, mpos))
+	s2.push(0, "k", "newer")
+	none(t, c)
+	assert.Empty(t, ev.released())
+	s1.pushMarker(0, pid, 1)
+	assert.Equal(t, []string{"new", "newer"}, recv(t, c, 2))
+	rel := ev.released()
+	require.Len(t, rel, 1)
+	assert.Equal(t, consumer.HandoverReleased, rel[0].Kind)
+	assert.Equal(t, "c2", rel[0].Cluster)
+	assert.Equal(t, 2, rel[0].Messages)
+	assert.Equal(t, uint64(pid), rel[0].Producer)
+	assert.Positive(t, rel[0].Held)
+	assert.LessOrEqual(t, rel[0].Held, health(c, "c2").HoldTime, "the first held is the longest")
+	assert.Empty(t, ev.all(), "nothing else")
 }
 
 // The frontier passes an origin without its marker: any message of the

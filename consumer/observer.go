@@ -32,7 +32,8 @@ type Observer interface {
 }
 
 // HandoverObserver is an Observer that also sees the hand-over of moving
-// keys (router/HANDOVER.md, section 6) where it does not go to plan: an
+// keys (router/HANDOVER.md, section 6): each hold that ends as planned
+// (HandoverReleased), and each place where it does not go to plan. An
 // Observer given to Observe that has OnHandover gets these events too. It
 // runs on the goroutine that took the message (a Receive caller, Chan's
 // goroutine) or on the Consumer's monitor (a hold timeout), never under a
@@ -44,9 +45,9 @@ type HandoverObserver interface {
 // HandoverKind is what a HandoverEvent reports.
 type HandoverKind int
 
-// Hand-over events. Every one but HandoverBad may deliver a moved key's
-// message before an earlier one of that key from the same producer: a
-// possible reorder, reported rather than silent.
+// Hand-over events. Every one but HandoverReleased and HandoverBad may
+// deliver a moved key's message before an earlier one of that key from
+// the same producer: a possible reorder, reported rather than silent.
 const (
 	// HandoverTimeout: a hold outlived the HoldTimeout option and its queue
 	// was delivered, in order, without its origin passed.
@@ -64,6 +65,9 @@ const (
 	// HANDOVER.md; it is delivered as an ordinary message (Err says what
 	// is wrong).
 	HandoverBad
+	// HandoverReleased: held messages whose origins passed were delivered,
+	// in order: the hand-over went to plan; Held is what it cost them.
+	HandoverReleased
 )
 
 func (k HandoverKind) String() string {
@@ -78,6 +82,8 @@ func (k HandoverKind) String() string {
 		return "unordered"
 	case HandoverBad:
 		return "bad hand-over"
+	case HandoverReleased:
+		return "released"
 	}
 	return fmt.Sprintf("HandoverKind(%d)", int(k))
 }
@@ -86,7 +92,7 @@ func (k HandoverKind) String() string {
 // where the message (the head of the released queue) was read; Slot is its
 // key's slot (-1 for a keyless message); Producer and Epoch are its tag's
 // (0 when it has none); Origin is the origin that had not passed (zero for
-// HandoverUnordered and HandoverBad).
+// HandoverUnordered, HandoverBad and HandoverReleased).
 type HandoverEvent struct {
 	Kind      HandoverKind
 	Cluster   string

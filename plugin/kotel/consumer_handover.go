@@ -18,7 +18,7 @@ import (
 const (
 	handoverEventsName = "keyroute.consumer.handover.events"
 	handoverEventsUnit = "{event}"
-	handoverEventsDesc = "Number of hand-over events: holds released before their origin passed, moved messages not held, bad hand-over properties."
+	handoverEventsDesc = "Number of hand-over events: holds released, as planned or before their origin passed, moved messages not held, bad hand-over properties."
 	handoverMsgsName   = "keyroute.consumer.handover.released.messages"
 	handoverMsgsUnit   = "{message}"
 	handoverMsgsDesc   = "Number of messages the hand-over events delivered."
@@ -28,7 +28,8 @@ const (
 
 // HandoverKindKey is the attribute of the consumer's hand-over metrics
 // that says what the event reports (consumer.HandoverKind):
-// "hold_timeout", "hold_limit", "origin_unread", "unordered", "bad", and
+// "released" (a hold that went to plan), "hold_timeout", "hold_limit",
+// "origin_unread", "unordered", "bad", and
 // "_OTHER" for a kind this version of kotel does not know.
 const HandoverKindKey = attribute.Key("keyroute.handover.kind")
 
@@ -45,6 +46,8 @@ func handoverKind(k consumer.HandoverKind) string {
 		return "unordered"
 	case consumer.HandoverBad:
 		return "bad"
+	case consumer.HandoverReleased:
+		return "released"
 	}
 	return "_OTHER"
 }

@@ -87,6 +87,7 @@ func TestHandoverMetrics(t *testing.T) {
 		ev(consumer.HandoverUnread, 1, 0),
 		ev(consumer.HandoverUnordered, 1, 0),
 		bad,
+		ev(consumer.HandoverReleased, 5, 100*time.Millisecond),
 		ev(consumer.HandoverKind(99), 1, 3*time.Millisecond),
 		west,
 	} {
@@ -105,6 +106,7 @@ func TestHandoverMetrics(t *testing.T) {
 		kind("origin_unread"): 1,
 		kind("unordered"):     1,
 		kind("bad"):           1,
+		kind("released"):      1,
 		kind("_OTHER"):        1,
 		set(westAttrs...):     1,
 	}, r.counts(t, handoverEventsName))
@@ -114,12 +116,13 @@ func TestHandoverMetrics(t *testing.T) {
 		kind("origin_unread"): 1,
 		kind("unordered"):     1,
 		kind("bad"):           1,
+		kind("released"):      5,
 		kind("_OTHER"):        1,
 		set(westAttrs...):     4,
 	}, r.counts(t, handoverMsgsName))
 
 	holds := r.holds(t)
-	require.Len(t, holds, 7, "one point per attribute set")
+	require.Len(t, holds, 8, "one point per attribute set")
 	for k, want := range map[attribute.Distinct]struct {
 		sum, min, max float64
 		buckets       []uint64
@@ -129,6 +132,7 @@ func TestHandoverMetrics(t *testing.T) {
 		kind("origin_unread"): {0, 0, 0, buckets(0)},
 		kind("unordered"):     {0, 0, 0, buckets(0)},
 		kind("bad"):           {0, 0, 0, buckets(0)},
+		kind("released"):      {0.1, 0.1, 0.1, buckets(5)},
 		kind("_OTHER"):        {0.003, 0.003, 0.003, buckets(1)},
 		set(westAttrs...):     {40, 40, 40, buckets(13)}, // (30, 60]
 	} {

@@ -221,13 +221,14 @@
 // # Consumer hand-over
 //
 // ConsumerObserver is also a consumer.HandoverObserver: a Consumer given
-// it with consumer.Observe reports to OnHandover each hand-over of a
-// moving key that does not go to plan (router/HANDOVER.md, section 6),
-// and OnHandover records, from the consumer.HandoverEvent alone:
+// it with consumer.Observe reports to OnHandover each hold of a moving
+// key that ends (router/HANDOVER.md, section 6), as planned or not, and
+// each moved message it could not hold, and OnHandover records, from the
+// consumer.HandoverEvent alone:
 //
 //   - counter keyroute.consumer.handover.events ({event}): one per event;
 //   - counter keyroute.consumer.handover.released.messages ({message}):
-//     the messages the event delivered, HandoverEvent.Messages (a forced
+//     the messages the event delivered, HandoverEvent.Messages (a released
 //     hold's whole queue; 1 for the other kinds);
 //   - histogram keyroute.consumer.handover.hold.duration (s, the buckets
 //     of keyroute.producer.change.duration, 1 ms .. 120 s): how long the
@@ -243,16 +244,14 @@
 // (messaging.system=pulsar, messaging.destination.name,
 // messaging.consumer.group.name, messaging.destination.partition.id,
 // server.address, server.port, keyroute.cluster; those whose option was
-// not given are left out) and keyroute.handover.kind: "hold_timeout" (a
-// hold outlived HoldTimeout), "hold_limit" (MaxHeld released the oldest
+// not given are left out) and keyroute.handover.kind: "released" (a hold
+// whose origins passed, delivered in order), "hold_timeout" (a hold
+// outlived HoldTimeout), "hold_limit" (MaxHeld released the oldest
 // hold), "origin_unread" (an origin on a cluster the Consumer does not
 // read), "unordered" (a moved message its producer released without its
 // origin) or "bad" (hand-over properties that do not follow HANDOVER.md);
-// "_OTHER" for a kind this version does not know. Every kind but "bad"
-// may deliver a moved key's message before an earlier one of that key.
-//
-// A hold that ends as planned, its origin passed, is no event: the
-// Consumer counts those in its Health (HeldTotal, HoldTime), which kotel
-// does not read. The instruments are synchronous: events are rare next
-// to the messages.
+// "_OTHER" for a kind this version does not know. Every kind but
+// "released" and "bad" may deliver a moved key's message before an
+// earlier one of that key. The instruments are synchronous: events are
+// rare next to the messages.
 package kotel
