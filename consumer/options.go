@@ -485,8 +485,7 @@ func RetryTopic(topic, subscription string) string { return topic + "-" + subscr
 // does Ack of a message whose subscription was replaced since (a
 // reconnect: the message comes again on the new one); and the retry
 // topic's receiver queue takes its part of the cluster's share of
-// MaxBuffered. New fails with ErrBadOption for
-// MaxReconsumes below 1, one that differs from DeadLetter's
-// MaxDeliveries, or a retry topic named as the topic or the dead-letter
-// topic.
+// MaxBuffered. New fails with ErrBadOption for MaxReconsumes below 1,
+// one that differs from DeadLetter's MaxDeliveries, or a retry topic
+// named as the topic or the dead-letter topic.
 func Retry(p RetryPolicy) Opt { return optFunc(func(c *cfg) { c.retry = &p }) }
