@@ -34,6 +34,62 @@ var _ = Describe("Retry topics", func() {
 	}
 })
 
+var _ = Describe("Retry topics on an Exclusive subscription", func() {
+	It("acknowledges cumulatively a retried message on its cluster's retry topic only, never the topic's messages", func(sctx SpecContext) {
+		ctx := specCtx(sctx, 3*time.Minute)
+		topic := newTopic(ctx, "retrycumul")
+		p := openProducer(ctx, topic)
+		on := bed.Clusters()[0]
+		key := keyOn(p, on.Name) // both on one partition of one cluster
+		for _, v := range []string{"a", "b"} {
+			_, err := p.Send(ctx, &producer.Message{Key: key, Value: []byte(v)})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		const sub = "cumul"
+		retryTopic := consumer.RetryTopic(topic, sub)
+		c := openConsumer(ctx, topic, sub, consumer.Retry(consumer.RetryPolicy{MaxReconsumes: 1}))
+		a, err := c.Receive(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(a.Value)).To(Equal("a"))
+		Expect(c.ReconsumeLater(ctx, a, 0, nil)).To(Succeed())
+		// b from the topic and a again from the retry topic, in either
+		// order: the two topics have no order between them.
+		var b, again *consumer.Message
+		for b == nil || again == nil {
+			m, err := c.Receive(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			if m.Raw().Topic() == retryTopic {
+				Expect(again).To(BeNil())
+				again = m
+			} else {
+				Expect(b).To(BeNil())
+				b = m
+			}
+		}
+		Expect(string(b.Value)).To(Equal("b"))
+		Expect(string(again.Value)).To(Equal("a"))
+		Expect(c.AckCumulative(ctx, again)).To(Succeed())
+
+		// b is acknowledged by nothing but the caller: the topic's backlog
+		// stays 1 while the retry topic's reaches 0.
+		Eventually(ctx, func() (int64, error) { return subscriptionBacklog(ctx, on, retryTopic, sub) }).
+			WithPolling(100 * time.Millisecond).Should(BeZero())
+		Expect(backlogOf(ctx, c, on.Name)).To(BeEquivalentTo(1), "b is not acknowledged")
+		Expect(c.AckCumulative(ctx, b)).To(Succeed())
+		Eventually(ctx, func() int64 { return backlogOf(ctx, c, on.Name) }).WithPolling(100 * time.Millisecond).Should(BeZero())
+	})
+})
+
+// backlogOf returns the topic's backlog on a cluster, as Health reports it.
+func backlogOf(ctx context.Context, c *consumer.Consumer, cluster string) int64 {
+	for _, h := range c.Health(ctx) {
+		if h.Cluster == cluster {
+			return h.Backlog
+		}
+	}
+	return -1
+}
+
 func retrySpec(sctx SpecContext, typ consumer.SubscriptionType) {
 	ctx := specCtx(sctx, 4*time.Minute)
 	topic := newTopic(ctx, "retry")
@@ -43,7 +99,7 @@ func retrySpec(sctx SpecContext, typ consumer.SubscriptionType) {
 	const maxReconsumes, batch, sub = 2, 10, "retry"
 	retryTopic, dlqTopic := consumer.RetryTopic(topic, sub), consumer.DeadLetterTopic(topic, sub)
 
-	c := openConsumer(ctx, topic, sub, consumer.Type(typ),
+	c := openConsumer(ctx, topic, sub, consumer.Type(typ), consumer.NackRedeliveryDelay(brokerTick),
 		consumer.Retry(consumer.RetryPolicy{MaxReconsumes: maxReconsumes}),
 		consumer.DeadLetter(consumer.DeadLetterPolicy{MaxDeliveries: maxReconsumes, InitialSubscription: "audit"}))
 
@@ -171,6 +227,27 @@ func retrySpec(sctx SpecContext, typ consumer.SubscriptionType) {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(c.AckID(ctx, consumer.ID{Cluster: m.ID.Cluster, Partition: m.ID.Partition, Pulsar: rebuilt})).NotTo(Succeed())
 	Expect(c.Ack(ctx, m)).To(Succeed())
+
+	By("a retried message is acknowledged on the retry topic: Nack brings it again from there, Ack settles it (the backlogs below)")
+	_, err = p.Send(ctx, &producer.Message{Key: "again", Value: []byte("again")})
+	Expect(err).NotTo(HaveOccurred())
+	m, err = c.Receive(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(m.Key).To(Equal("again"))
+	Expect(c.ReconsumeLater(ctx, m, delay, nil)).To(Succeed())
+	for _, redelivered := range []uint32{0, 1} {
+		r, err := c.Receive(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Key).To(Equal("again"))
+		Expect(r.ID.Cluster).To(Equal(m.ID.Cluster))
+		Expect(r.Raw().Topic()).To(Equal(retryTopic))
+		Expect(r.RedeliveryCount).To(Equal(redelivered))
+		if redelivered == 0 {
+			Expect(c.Nack(r)).To(Succeed())
+		} else {
+			Expect(c.Ack(ctx, r)).To(Succeed())
+		}
+	}
 
 	By("every message is acknowledged: the topic's and the retry topic's backlogs reach 0 on both clusters")
 	Eventually(ctx, func(g Gomega) {
