@@ -138,6 +138,10 @@ type cluster struct {
 	// (a reconnect, the end of a drain, Close): acknowledgements of its
 	// messages go by ID to the member's current subscription.
 	gone atomic.Bool
+	// retryMu is held shared by a ReconsumeLater handing a message to
+	// the stream, and alone by close before it closes the stream (see
+	// retry.go).
+	retryMu sync.RWMutex
 }
 
 // New validates the topology and options and subscribes on every cluster
@@ -312,7 +316,9 @@ func closeClusters(ks []*cluster) {
 // close closes k's subscription and its client (when the Consumer opened
 // it).
 func (k *cluster) close() {
+	k.retryMu.Lock()
 	k.gone.Store(true)
+	k.retryMu.Unlock()
 	k.link.stream.Close()
 	k.link.close()
 }

@@ -64,8 +64,16 @@ var (
 	// another type. Retry once that consumer has left.
 	ErrConsumerBusy = errors.New("consumer: subscription busy (a consumer that excludes this one is attached)")
 	// ErrNilMessage is returned by Ack, Nack and AckCumulative for a nil
-	// message: a bug in the caller.
+	// message, and by ReconsumeLater for one not received by a Consumer
+	// (without Raw): a bug in the caller.
 	ErrNilMessage = errors.New("consumer: nil message")
+	// ErrNoRetry is returned by ReconsumeLater on a Consumer made without
+	// the Retry option, which has no retry topic to send to: add Retry.
+	ErrNoRetry = errors.New("consumer: ReconsumeLater needs the Retry option")
+	// ErrReservedProperty is returned by ReconsumeLater for a property
+	// whose name begins with "keyroute-", reserved for keyroute's
+	// hand-over (router/HANDOVER.md); the error names it. Rename it.
+	ErrReservedProperty = errors.New("consumer: property name reserved for keyroute's hand-over")
 )
 
 // ClusterError is an error of one cluster: which, in what step, and the

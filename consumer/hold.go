@@ -175,6 +175,9 @@ func (h *holder) reset() {
 func (c *Consumer) admit(raw pulsar.Message, k *cluster) bool {
 	h := &c.hold
 	if props := raw.Properties(); len(props) != 0 {
+		if c.retried(props) { // from the retry topic, whose positions are not the topic's
+			return true
+		}
 		if _, ok := props[router.PropProducer]; ok { // markers have it too
 			return h.admit(raw, k)
 		}

@@ -108,6 +108,7 @@ type cfg struct {
 	configure       func(cluster string, o *pulsar.ConsumerOptions)
 	schema          pulsar.Schema       // nil: none
 	deadLetter      *DeadLetterPolicy   // nil: none
+	retry           *RetryPolicy        // nil: none (see retry.go)
 	decryptKeys     crypto.KeyReader    // nil: no Decryption option
 	decryptSet      bool                // Decryption was given
 	cryptoFailure   CryptoFailureAction // with decryptKeys
@@ -167,6 +168,9 @@ func (c *cfg) validate() error {
 		return badOption("Decryption", c.cryptoFailure, "unknown failure action")
 	case c.clients != nil && (c.logger != nil || c.configureClient != nil):
 		return fmt.Errorf("%w: Logger and ConfigureClient configure the clients a Consumer opens itself: with WithClients, give them to keyroute.NewClients", ErrBadOption)
+	}
+	if err := c.validateRetry(); err != nil {
+		return err
 	}
 	return c.validateHold()
 }
@@ -330,9 +334,10 @@ func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
 // ReadCompacted, KeySharedPolicy, Interceptors, MaxReconnectToBroker,
 // BackOffPolicyFunc, NackBackoffPolicy, chunking limits, ...). fn runs once
 // per cluster at New, on New's goroutines. It must not change Topic,
-// Topics, TopicsPattern, SubscriptionName, Type, MessageChannel or
-// AckWithResponse, which keyroute's read path and acknowledgements rely
-// on: New fails with ErrBadOption naming the field and cluster. Options
+// Topics, TopicsPattern, SubscriptionName, Type, MessageChannel,
+// AckWithResponse or RetryEnable (see Retry), which keyroute's read path
+// and acknowledgements rely on: New fails with ErrBadOption naming the
+// field and cluster. Options
 // it changes that keyroute also sets (ReceiverQueueSize, Name,
 // NackRedeliveryDelay, the initial position, acknowledgement grouping)
 // take fn's value: MaxBuffered no longer bounds a cluster whose
@@ -434,3 +439,58 @@ func Decryption(keyReader crypto.KeyReader, onFailure CryptoFailureAction) Opt {
 // Close leaves the clients open; cs.Close closes the Consumer if it is
 // still open.
 func WithClients(cs *keyroute.Clients) Opt { return optFunc(func(c *cfg) { c.clients = cs }) }
+
+// RetryPolicy says where ReconsumeLater sends a message, and how many
+// times (see Retry).
+type RetryPolicy struct {
+	// MaxReconsumes is how many times ReconsumeLater sends a message to
+	// the retry topic (>= 1); the call after the last sends it to the
+	// dead-letter topic instead. pulsar-client-go counts a message's
+	// unacknowledged deliveries against the same number (it is its
+	// DLQPolicy.MaxDeliveries): with DeadLetter as well, MaxReconsumes
+	// must equal DeadLetter's MaxDeliveries; without DeadLetter, a
+	// message delivered MaxReconsumes times without an acknowledgement
+	// (nacked) goes to the dead-letter topic too.
+	MaxReconsumes int
+	// Topic is the retry topic, the same name on every cluster; default
+	// RetryTopic(topic, subscription).
+	Topic string
+}
+
+// RetryTopic returns the default retry topic of a subscription:
+// "<topic>-<subscription>-RETRY", pulsar-client-go's own naming.
+func RetryTopic(topic, subscription string) string { return topic + "-" + subscription + "-RETRY" }
+
+// Retry lets ReconsumeLater send a message to a retry topic, to be
+// delivered again after a delay: pulsar-client-go's RetryEnable with
+// DLQPolicy.RetryLetterTopic. Each cluster's consumer reads the topic and
+// that cluster's retry topic (the same name on every cluster), so a
+// retried message comes back from the cluster it was read from. The
+// retry topic is subscribed at New: it must exist on every cluster, or
+// the brokers must create topics on first use (Pulsar's default). Once
+// a message was reconsumed MaxReconsumes times, ReconsumeLater sends it
+// to its cluster's dead-letter topic: DeadLetter's when given (its Topic
+// and InitialSubscription), else DeadLetterTopic(topic, subscription),
+// which keeps nothing beyond the namespace's retention until it has a
+// subscription.
+//
+// The delay is the broker's delayed delivery, which applies to Shared
+// and KeyShared subscriptions: on Exclusive and Failover ones a retried
+// message comes back at once. A retried message is a new message of the
+// retry topic: it has no order with the key's other messages, the
+// hand-over never holds it (see HoldTimeout), and it is counted in
+// Health's Delivered; the backlog Health reports and a drain waits for
+// (Update) are the topic's only.
+//
+// pulsar-client-go reads the two topics through one consumer over both,
+// which changes three things: SeekByTime fails (pulsar-client-go does not
+// seek a consumer over several topics); an acknowledgement goes to the
+// partition consumer that delivered the message, so AckID of an ID
+// rebuilt from its bytes fails (and NackID of one does nothing), and so
+// does Ack of a message whose subscription was replaced since (a
+// reconnect: the message comes again on the new one); and the retry
+// topic's receiver queue takes its part of the cluster's share of
+// MaxBuffered. New fails with ErrBadOption for MaxReconsumes below 1,
+// one that differs from DeadLetter's MaxDeliveries, or a retry topic
+// named as the topic or the dead-letter topic.
+func Retry(p RetryPolicy) Opt { return optFunc(func(c *cfg) { c.retry = &p }) }

@@ -132,6 +132,9 @@ func subscribe(ctx context.Context, client pulsar.Client, sc subConfig) (*link, 
 // on one cluster whose topic has parts partitions, after ConfigureConsumer.
 // It refuses a ConfigureConsumer that changed a field keyroute relies on.
 func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
+	if sc.retry != nil {
+		parts++ // the retry topic's (see Retry)
+	}
 	queue := max(1, sc.share/max(1, parts))
 	o := pulsar.ConsumerOptions{
 		Topic:                          sc.topic,
@@ -162,6 +165,9 @@ func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
 		}
 		o.DLQ = &pulsar.DLQPolicy{MaxDeliveries: uint32(d.MaxDeliveries), DeadLetterTopic: topic, InitialSubscriptionName: d.InitialSubscription}
 	}
+	if sc.retry != nil {
+		retryOptions(&o, sc.cfg)
+	}
 	if sc.decryptKeys != nil {
 		// A copy per cluster: pulsar-client-go stores the MessageCrypto
 		// it makes in the struct it is given.
@@ -184,6 +190,7 @@ func consumerOptions(sc subConfig, parts int) (pulsar.ConsumerOptions, error) {
 		{"MessageChannel", o.MessageChannel != want.MessageChannel},
 		{"AckWithResponse", o.AckWithResponse != want.AckWithResponse},
 		{"AutoDiscoveryPeriod", o.AutoDiscoveryPeriod != want.AutoDiscoveryPeriod},
+		{"RetryEnable", o.RetryEnable != want.RetryEnable},
 	} {
 		if f.changed {
 			return o, fmt.Errorf("%w: ConfigureConsumer changed %s on cluster %q: set it with keyroute's own option", ErrBadOption, f.name, sc.cluster)
