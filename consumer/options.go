@@ -115,6 +115,8 @@ type cfg struct {
 	connect         connector
 	holdTimeout     time.Duration // see options_hold.go
 	maxHeld         int
+	startAfter      []ID     // StartAfter
+	skip            *skipper // positions inside a batch (position.go)
 }
 
 func defaultCfg() cfg {
@@ -130,6 +132,7 @@ func defaultCfg() cfg {
 		connect:       pulsarConnector{},
 		holdTimeout:   DefaultHoldTimeout,
 		maxHeld:       DefaultMaxHeld,
+		skip:          &skipper{at: map[skipKey]pulsar.MessageID{}},
 	}
 }
 
@@ -429,3 +432,23 @@ func Decryption(keyReader crypto.KeyReader, onFailure CryptoFailureAction) Opt {
 // Close leaves the clients open; cs.Close closes the Consumer if it is
 // still open.
 func WithClients(cs *keyroute.Clients) Opt { return optFunc(func(c *cfg) { c.clients = cs }) }
+
+// StartAfter makes New place the subscription, on each partition an ID
+// names, just after that message: the first message delivered from that
+// cluster and partition is the one after it. Pass the ID (Message.ID) of
+// the last message processed on each cluster and partition, saved as
+// they were processed (ParseID reads back ID.String), to resume exactly
+// after them. Partitions not named start as they would without it: from
+// the subscription's cursor, or at InitialPosition for a new one.
+//
+// Each cluster is positioned once, before its first subscription (at
+// New, or when it joins later), over its admin API: every ID's cluster
+// must be in the topology and have an AdminURL, and its partition must be
+// one the topic has there; New fails otherwise, naming the cluster and
+// partition (ErrUnknownCluster, ErrNoAdmin, ErrBadPosition). The
+// subscription is created there when it does not exist. Any other
+// consumer attached to the subscription on those partitions is
+// disconnected by the broker and resumes from the new position too.
+func StartAfter(ids ...ID) Opt {
+	return optFunc(func(c *cfg) { c.startAfter = append(c.startAfter, ids...) })
+}
