@@ -30,7 +30,16 @@ var _ = Describe("Positions", func() {
 })
 
 func positionSpecs(batching bool) {
-	It("resumes a fresh consumer exactly after the IDs it saved (StartAfter): none missing, none twice, each key in order", func(sctx SpecContext) {
+	for _, fresh := range []bool{false, true} {
+		resumeSpec(batching, fresh)
+	}
+	seekSpec(batching)
+}
+
+// resumeSpec resumes on the same subscription, or (fresh) on a new one,
+// which StartAfter creates at the positions.
+func resumeSpec(batching, fresh bool) {
+	It(fmt.Sprintf("resumes a fresh consumer exactly after the IDs it saved (StartAfter, new subscription %v): none missing, none twice, each key in order", fresh), func(sctx SpecContext) {
 		ctx := specCtx(sctx, 3*time.Minute)
 		topic := newTopic(ctx, "resume")
 		p := openProducer(ctx, topic, producer.Batching(batching))
@@ -63,13 +72,17 @@ func positionSpecs(batching bool) {
 			Expect(err).NotTo(HaveOccurred())
 			from = append(from, id)
 		}
-		c2 := openConsumer(ctx, topic, "resume", consumer.StartAfter(from...))
+		sub := "resume"
+		if fresh {
+			sub = "resume-new" // a partition not positioned starts at Earliest, as the first reader did
+		}
+		c2 := openConsumer(ctx, topic, sub, consumer.StartAfter(from...))
 		if !batching {
 			// The broker's own record: the saved message itself counts as
 			// processed (the reset excludes it). Inside a batch the
 			// broker stops at the batch, and the consumer skips its start.
 			for _, id := range from {
-				Expect(markDelete(ctx, id, topic, "resume")).To(Equal(fmt.Sprintf("%d:%d", id.Pulsar.LedgerID(), id.Pulsar.EntryID())), "%s", id)
+				Expect(markDelete(ctx, id, topic, sub)).To(Equal(fmt.Sprintf("%d:%d", id.Pulsar.LedgerID(), id.Pulsar.EntryID())), "%s", id)
 			}
 		}
 		seen := map[string]bool{}
@@ -92,7 +105,9 @@ func positionSpecs(batching bool) {
 		}
 		GinkgoWriter.Printf("resumed after %d positions (%v): %d processed before, %d after\n", len(saved), from, processed, 600-processed)
 	})
+}
 
+func seekSpec(batching bool) {
 	It("moves a running consumer back to an earlier ID (SeekByID): that partition is read again from just after it, nothing else", func(sctx SpecContext) {
 		ctx := specCtx(sctx, 3*time.Minute)
 		topic := newTopic(ctx, "seekback")
