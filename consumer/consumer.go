@@ -37,7 +37,9 @@ type Consumer struct {
 	// gate orders takes against seeks: a take holds it shared
 	// (RLock) from reading the state until the message is out of the
 	// clusters' channels; a seek holds it alone while pulsar-client-go
-	// seeks. state is the seek state, read under the gate (see pause).
+	// seeks (SeekByTime) or while it takes the clusters it moves out of
+	// the read set (SeekByID). state is the seek state, read under the
+	// gate (see pause).
 	gate  sync.RWMutex
 	state atomic.Pointer[pause]
 

@@ -283,6 +283,34 @@ func TestSeekByIDRefusesWhatIsNoPositionAndMovesNothing(t *testing.T) {
 	assert.ErrorIs(t, c.SeekByID(ctx, pos("c1", 0, 1, 1, -1)), consumer.ErrClosed)
 }
 
+// A Receive waiting on empty clusters when SeekByID begins takes, after
+// it, the first message of the new subscription.
+func TestSeekByIDWhileReceiveWaits(t *testing.T) {
+	tp, _ := adminTopo(t, 2, 2, 2)
+	bed := newFakeBed(8)
+	c := newConsumerOn(t, bed, tp)
+	got := make(chan *consumer.Message, 1)
+	go func() { got <- receive(t, c) }()
+	require.NoError(t, c.SeekByID(context.Background(), pos("c2", 0, 1, 1, -1)))
+	bed.stream("c2").push(0, "new", "after")
+	assert.Equal(t, "new", (<-got).Key)
+}
+
+// SeekByID names a cluster that is not subscribed, and moves nothing.
+func TestSeekByIDNamesAClusterNotSubscribed(t *testing.T) {
+	ctx := context.Background()
+	tp, admins := adminTopo(t, 2, 2, 2)
+	bed := newFakeBed(8)
+	bed.failOn["c2"] = notOpen
+	c := newConsumerOn(t, bed, tp, consumer.StartTimeout(time.Millisecond), consumer.ProbeInterval(time.Millisecond))
+	err := c.SeekByID(ctx, pos("c1", 0, 1, 1, -1), pos("c2", 0, 1, 1, -1))
+	require.ErrorIs(t, err, consumer.ErrConnect)
+	var ce *consumer.ClusterError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "c2", ce.Cluster)
+	assert.Empty(t, admins[0].log(), "nothing moved")
+}
+
 // A cursor the admin API does not move is named; the cluster is
 // subscribed again all the same.
 func TestSeekByIDNamesThePartitionNotMoved(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 //
 //   - between seeks, seeking is false and begin is open; the seek that
 //     comes next closes it, which ends the waits of takes in progress and
-//     tells Chan's goroutine to drop the message it holds (it was read
-//     before the seek);
+//     tells Chan's goroutine to drop the message it holds when the seek
+//     moves its cluster (it was read before the seek);
 //   - during a seek, seeking is true and done is closed when the seek
 //     ends; takes wait for it, or for their ctx.
 //
