@@ -1,13 +1,17 @@
 package consumer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+
+	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/keyroute/keyroute/topology"
 )
@@ -57,46 +61,77 @@ func (a *admin) close() {
 	}
 }
 
-// get GETs path into v; found is false on 404.
-func (a *admin) get(ctx context.Context, path string, v any) (found bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url+path, nil)
+// do sends a request with body as JSON (none when nil) and returns the
+// answer's status and body. A request that gets no answer is an
+// *adminUnreachable.
+func (a *admin) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.url+path, r)
 	if err != nil {
-		return false, err
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := a.hc.Do(req)
 	if err != nil {
-		return false, &adminUnreachable{err}
+		return 0, nil, &adminUnreachable{err}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return false, err
-	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return resp.StatusCode, b, err
+}
+
+// answerError is the error of an admin API answer with status code st.
+func answerError(method, path string, st int, body []byte) error {
+	return fmt.Errorf("admin %s %s: %d %s: %s", method, path, st, http.StatusText(st), strings.TrimSpace(string(body)))
+}
+
+// get GETs path into v; found is false on 404.
+func (a *admin) get(ctx context.Context, path string, v any) (found bool, err error) {
+	st, body, err := a.do(ctx, http.MethodGet, path, nil)
 	switch {
-	case resp.StatusCode == http.StatusNotFound:
+	case err != nil:
+		return false, err
+	case st == http.StatusNotFound:
 		return false, nil
-	case resp.StatusCode != http.StatusOK:
-		return false, fmt.Errorf("admin GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
+	case st != http.StatusOK:
+		return false, answerError(http.MethodGet, path, st, body)
 	}
 	return true, json.Unmarshal(body, v)
 }
 
-// topicExists checks over the admin API that topic exists, partitioned or
-// not, without creating it.
-func (a *admin) topicExists(ctx context.Context, topic string) error {
+// partitions returns how many partitions topic has: 0 when it is not
+// partitioned (or does not exist).
+func (a *admin) partitions(ctx context.Context, topic string) (int, error) {
 	p, err := adminPath(topic)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var meta struct {
 		Partitions int `json:"partitions"`
 	}
 	if _, err := a.get(ctx, p+"/partitions", &meta); err != nil {
+		return 0, err
+	}
+	return meta.Partitions, nil
+}
+
+// topicExists checks over the admin API that topic exists, partitioned or
+// not, without creating it.
+func (a *admin) topicExists(ctx context.Context, topic string) error {
+	n, err := a.partitions(ctx, topic)
+	if err != nil || n > 0 {
 		return err
 	}
-	if meta.Partitions > 0 {
-		return nil
-	}
+	p, _ := adminPath(topic) // partitions checked it
 	var stats json.RawMessage
 	found, err := a.get(ctx, p+"/stats", &stats)
 	if err != nil {
@@ -132,6 +167,61 @@ func (a *admin) backlog(ctx context.Context, topic, sub string, partitioned bool
 		return 0, fmt.Errorf("subscription %q not found on %q", sub, topic)
 	}
 	return s.MsgBacklog, nil
+}
+
+// cursorAt is the body that creates a subscription at a message
+// (Pulsar's admin API: PUT .../subscription/{sub}).
+type cursorAt struct {
+	Ledger    int64 `json:"ledgerId"`
+	Entry     int64 `json:"entryId"`
+	Partition int32 `json:"partitionIndex"`
+}
+
+// cursorAfter is the body that moves a subscription's cursor (Pulsar's
+// ResetCursorData: POST .../subscription/{sub}/resetcursor). Excluded
+// puts the cursor just after the message rather than at it; Batch is its
+// index in its batch (-1 when not batched), so that the messages after it
+// in the same batch come and those before do not.
+type cursorAfter struct {
+	cursorAt
+	Batch    int32 `json:"batchIndex"`
+	Excluded bool  `json:"excluded"`
+}
+
+// resetAfter moves subscription sub on one partition of topic (the
+// partition of id when the topic has parts > 0 partitions, the topic
+// itself when parts is 0) to just after id: the next message delivered
+// there is the one after it. It creates the subscription there first
+// when it does not exist. No consumer should be attached to the
+// subscription on that partition: the broker disconnects those that are.
+func (a *admin) resetAfter(ctx context.Context, topic, sub string, parts int, id pulsar.MessageID) error {
+	p, err := adminPath(topic)
+	if err != nil {
+		return err
+	}
+	if parts > 0 {
+		p += partitionSuffix + strconv.Itoa(int(id.PartitionIdx()))
+	}
+	p += "/subscription/" + url.PathEscape(sub)
+	at := cursorAt{Ledger: id.LedgerID(), Entry: id.EntryID(), Partition: id.PartitionIdx()}
+	st, body, err := a.do(ctx, http.MethodPut, p, at)
+	switch {
+	case err != nil:
+		return err
+	case st == http.StatusNotFound:
+		return fmt.Errorf("%w: %s", ErrTopicNotFound, answerError(http.MethodPut, p, st, body))
+	case st != http.StatusConflict && (st < 200 || st > 299): // 409: it exists
+		return answerError(http.MethodPut, p, st, body)
+	}
+	p += "/resetcursor"
+	st, body, err = a.do(ctx, http.MethodPost, p, cursorAfter{cursorAt: at, Batch: id.BatchIdx(), Excluded: true})
+	switch {
+	case err != nil:
+		return err
+	case st < 200 || st > 299:
+		return answerError(http.MethodPost, p, st, body)
+	}
+	return nil
 }
 
 // adminUnreachable is an admin API request that got no answer (the

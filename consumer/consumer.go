@@ -34,10 +34,12 @@ type Consumer struct {
 	// slab is where Receive carves its Messages from (see carve).
 	slab atomic.Pointer[slab]
 
-	// gate orders takes against SeekByTime: a take holds it shared
+	// gate orders takes against seeks: a take holds it shared
 	// (RLock) from reading the state until the message is out of the
 	// clusters' channels; a seek holds it alone while pulsar-client-go
-	// seeks. state is the seek state, read under the gate (see pause).
+	// seeks (SeekByTime) or while it takes the clusters it moves out of
+	// the read set (SeekByID). state is the seek state, read under the
+	// gate (see pause).
 	gate  sync.RWMutex
 	state atomic.Pointer[pause]
 
@@ -60,7 +62,7 @@ type Consumer struct {
 	acks      sync.WaitGroup // acks waited for on goroutines of their own (ackUntil)
 	attempts  sync.WaitGroup // join attempts and drains in flight
 	mu        sync.Mutex     // orders acks.Add, bg.Add (feed) and attempts.Add before Close's waits; guards out and ended
-	seekMu    sync.Mutex     // one SeekByTime at a time
+	seekMu    sync.Mutex     // one seek (SeekByTime, SeekByID) at a time
 	detach    func()         // from the shared clients (WithClients); nil without
 	hold      holder         // the hand-over's holds (hold.go)
 }
@@ -183,6 +185,9 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 		if err := c.clients.Check(topo); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.startAt(topo); err != nil { // StartAfter (position.go)
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -67,11 +67,19 @@
 // whose topic grew again over all its partitions, reading the new ones
 // from their first message.
 //
+// # Positions
+//
+// A message's ID (cluster, partition, Pulsar message ID) is its position.
+// StartAfter starts a Consumer, and SeekByID moves a running one, just
+// after saved IDs, per cluster and partition: the cursors are moved over
+// each cluster's admin API (position.go), before the cluster subscribes
+// or while SeekByID has its subscription closed.
+//
 // # Concurrency
 //
 // A Consumer is safe for concurrent use: any number of goroutines may
-// Receive (each message goes to one of them), Ack, Nack, SeekByTime and
-// Update.
+// Receive (each message goes to one of them), Ack, Nack, SeekByTime,
+// SeekByID and Update.
 // Close stops the stream first: a Receive or ReceiveBatch waiting returns
 // ErrClosed and Chan is closed; then it closes the clusters' consumers,
 // which sends the grouped acknowledgements, and waits for every goroutine

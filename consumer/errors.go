@@ -41,8 +41,23 @@ var (
 	// Consumer's (an ID from another consumer, or a zero ID: a bug in the
 	// caller, which must acknowledge IDs this Consumer delivered; or one
 	// of a cluster an Update removed and that has been closed since: the
-	// message stays unacknowledged on that cluster).
+	// message stays unacknowledged on that cluster). SeekByID and New
+	// (StartAfter) return it, in a *ClusterError, for a position on a
+	// cluster that is not in the topology: nothing was moved.
 	ErrUnknownCluster = errors.New("consumer: unknown cluster")
+	// ErrNoAdmin is returned by SeekByID and New (StartAfter), in a
+	// *ClusterError, for a position on a cluster whose topology entry
+	// has no AdminURL: positions are set over the admin API. Give the
+	// cluster its admin URL; nothing was moved.
+	ErrNoAdmin = errors.New("consumer: the cluster has no admin URL (positions are set over the admin API)")
+	// ErrBadPosition is returned by SeekByID, New (StartAfter) and
+	// ParseID for an ID that is not a position of the topic: no Pulsar
+	// message ID, a Partition that differs from the Pulsar ID's, two IDs
+	// for one partition, a partition the topic does not have on that
+	// cluster (in a *ClusterError), or a text that does not parse. A bug
+	// in the caller or a saved position of another topic; nothing was
+	// moved.
+	ErrBadPosition = errors.New("consumer: not a position of the topic")
 	// ErrCumulativeAck is returned by AckCumulative and AckIDCumulative on
 	// a Shared or KeyShared subscription, where Pulsar allows no
 	// cumulative acknowledgement. Acknowledge each message (Ack), or use an

@@ -173,6 +173,9 @@ func (h *holder) reset() {
 // admit says whether raw, taken from k, is handed to the caller now; when
 // false the holder took it (a marker, or a held message).
 func (c *Consumer) admit(raw pulsar.Message, k *cluster) bool {
+	if c.cfg.skip.n.Load() != 0 && c.skipped(raw, k) { // a batch split by a position (position.go)
+		return false
+	}
 	h := &c.hold
 	if props := raw.Properties(); len(props) != 0 {
 		if c.retried(props) { // from the retry topic, whose positions are not the topic's

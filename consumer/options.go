@@ -116,6 +116,8 @@ type cfg struct {
 	connect         connector
 	holdTimeout     time.Duration // see options_hold.go
 	maxHeld         int
+	startAfter      []ID     // StartAfter
+	skip            *skipper // positions inside a batch (position.go)
 }
 
 func defaultCfg() cfg {
@@ -131,6 +133,7 @@ func defaultCfg() cfg {
 		connect:       pulsarConnector{},
 		holdTimeout:   DefaultHoldTimeout,
 		maxHeld:       DefaultMaxHeld,
+		skip:          &skipper{at: map[skipKey]pulsar.MessageID{}},
 	}
 }
 
@@ -494,3 +497,23 @@ func RetryTopic(topic, subscription string) string { return topic + "-" + subscr
 // one that differs from DeadLetter's MaxDeliveries, or a retry topic
 // named as the topic or the dead-letter topic.
 func Retry(p RetryPolicy) Opt { return optFunc(func(c *cfg) { c.retry = &p }) }
+
+// StartAfter makes New place the subscription, on each partition an ID
+// names, just after that message: the first message delivered from that
+// cluster and partition is the one after it. Pass the ID (Message.ID) of
+// the last message processed on each cluster and partition, saved as
+// they were processed (ParseID reads back ID.String), to resume exactly
+// after them. Partitions not named start as they would without it: from
+// the subscription's cursor, or at InitialPosition for a new one.
+//
+// Each cluster is positioned once, before its first subscription (at
+// New, or when it joins later), over its admin API: every ID's cluster
+// must be in the topology and have an AdminURL, and its partition must be
+// one the topic has there; New fails otherwise, naming the cluster and
+// partition (ErrUnknownCluster, ErrNoAdmin, ErrBadPosition). The
+// subscription is created there when it does not exist. Any other
+// consumer attached to the subscription on those partitions is
+// disconnected by the broker and resumes from the new position too.
+func StartAfter(ids ...ID) Opt {
+	return optFunc(func(c *cfg) { c.startAfter = append(c.startAfter, ids...) })
+}

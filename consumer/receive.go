@@ -144,7 +144,7 @@ func (c *Consumer) Chan() <-chan *Message {
 
 // feed is Chan's goroutine: it takes messages as Receive does and offers
 // them on out, one at a time, until Close. A message it holds when a seek
-// begins was read before the seek: it is dropped.
+// of its cluster begins was read before the seek: it is dropped (offer).
 func (c *Consumer) feed(out chan *Message) {
 	defer c.bg.Done()
 	defer close(out)
@@ -164,11 +164,7 @@ func (c *Consumer) feed(out chan *Message) {
 		}
 		m := c.carve()
 		m.fill(cm.Message, k)
-		select {
-		case out <- m:
-			c.delivered(k, m)
-		case <-p.begin:
-		case <-c.closing:
+		if !c.offer(out, m, k, p) {
 			return
 		}
 	}

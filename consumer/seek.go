@@ -12,8 +12,8 @@ import (
 //
 //   - between seeks, seeking is false and begin is open; the seek that
 //     comes next closes it, which ends the waits of takes in progress and
-//     tells Chan's goroutine to drop the message it holds (it was read
-//     before the seek);
+//     tells Chan's goroutine to drop the message it holds when the seek
+//     moves its cluster (it was read before the seek);
 //   - during a seek, seeking is true and done is closed when the seek
 //     ends; takes wait for it, or for their ctx.
 //
@@ -22,10 +22,61 @@ import (
 // has its begin closed, one that reads the new state waits, so no
 // message is taken while pulsar-client-go seeks, and every message taken
 // before is either handed over already or dropped.
+//
+// A seek may move some clusters only (SeekByID): moves names them, nil
+// for every cluster. next is the state that replaced this one, set before
+// begin (or done) is closed, so that a goroutine woken by either can
+// follow each step (see offer).
 type pause struct {
 	seeking bool
 	begin   chan struct{}
 	done    chan struct{}
+	moves   map[*member]bool
+	next    *pause
+}
+
+// keeps reports whether a seek that p begins leaves the messages of k
+// where they are: it moves other clusters only.
+func (p *pause) keeps(k *cluster) bool { return p.moves != nil && !p.moves[k.member] }
+
+// pauseTakes begins a seek of the clusters moves names (nil: every
+// cluster): it waits until no take is in progress and stops new ones.
+// The caller holds seekMu, and calls resume to let the takes go on.
+func (c *Consumer) pauseTakes(moves map[*member]bool) (resume func()) {
+	p := &pause{seeking: true, done: make(chan struct{}), moves: moves}
+	old := c.state.Swap(p)
+	old.next = p
+	close(old.begin)
+	c.gate.Lock()
+	return func() {
+		open := &pause{begin: make(chan struct{})}
+		c.state.Store(open)
+		p.next = open
+		c.gate.Unlock()
+		close(p.done)
+	}
+}
+
+// offer hands m, taken from k under the seek state p, to Chan's channel
+// out, and returns false when Close begins first. A seek that begins
+// meanwhile and moves k's cluster drops m: it was read before the seek,
+// and comes again from the new position if it is after it. A seek of
+// other clusters leaves m to be handed over.
+func (c *Consumer) offer(out chan<- *Message, m *Message, k *cluster, p *pause) bool {
+	for {
+		select {
+		case out <- m:
+			c.delivered(k, m)
+			return true
+		case <-p.begin: // nil while p is a seek
+		case <-p.done: // nil while p is not
+		case <-c.closing:
+			return false
+		}
+		if p = p.next; p.seeking && !p.keeps(k) {
+			return true
+		}
+	}
 }
 
 // SeekByTime moves the subscription on every cluster, in parallel, to the
@@ -48,16 +99,8 @@ func (c *Consumer) SeekByTime(ctx context.Context, t time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p := &pause{seeking: true, done: make(chan struct{})}
-	old := c.state.Swap(p)
-	close(old.begin)
-	c.gate.Lock()
+	defer c.pauseTakes(nil)()
 	c.hold.reset() // what was held comes again from the new position
-	defer func() {
-		c.state.Store(&pause{begin: make(chan struct{})})
-		c.gate.Unlock()
-		close(p.done)
-	}()
 	set := c.set.Load()
 	errs := make([]error, len(set.members))
 	var wg sync.WaitGroup
