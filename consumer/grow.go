@@ -92,10 +92,35 @@ func (c *Consumer) regrow(m *member, k *cluster, n int) {
 	c.setMu.Unlock()
 	c.log().Info("keyroute: the topic's partitions grew; subscribing again over all of them",
 		"cluster", m.name, "topic", c.cfg.topic, "from", k.link.parts, "to", n)
-	c.awaitAcks(m)
+	clean := c.awaitAcks(m)
 	c.hold.forget(k, forgetKeepFrontiers)
 	k.close()
+	if clean && c.cfg.subType == Exclusive {
+		c.skipAcknowledged(m, k.link.parts)
+	}
 	c.joinAttempt(c.joinCtx, m) // on this goroutine, which Close waits for
+}
+
+// skipAcknowledged has the next subscription of m drop, and acknowledge
+// again, the messages of its first parts partitions at or before the
+// highest position taken from each, for HoldTimeout or until the
+// partition's first message past it. Every message delivered was
+// acknowledged (see awaitAcks), so those that come again are ones whose
+// acknowledgement the broker did not record: pulsar-client-go sends them
+// without waiting for an answer, and one lost to a reconnect is never
+// sent again; its own reconnects hide them, a new subscription does not.
+// Only for an Exclusive subscription: on the others, other consumers take
+// positions at or before the highest this one took.
+func (c *Consumer) skipAcknowledged(m *member, parts int) {
+	until := time.Now().Add(c.cfg.holdTimeout)
+	s := c.cfg.skip
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, pos := range c.hold.frontiers(m, parts) {
+		if pos != nil {
+			s.set(skipKey{m.name, int32(p)}, skipAt{pos: *pos, until: until})
+		}
+	}
 }
 
 // awaitAcks waits, up to one ProbeInterval, until every message m
@@ -103,17 +128,22 @@ func (c *Consumer) regrow(m *member, k *cluster, n int) {
 // caller makes right after a take still reaches the subscription it came
 // from (Ack goes to a message's own subscription until it is closed)
 // rather than making it come again. A cumulative acknowledgement counts
-// once: the wait then lasts the bound.
-func (c *Consumer) awaitAcks(m *member) {
+// once: the wait then lasts the bound. It reports whether every message
+// delivered was acknowledged (none nacked, none left).
+func (c *Consumer) awaitAcks(m *member) bool {
 	end := time.Now().Add(c.cfg.probeEvery)
 	for {
 		time.Sleep(time.Millisecond) // takes under way count what they took
-		if m.acked.Load()+m.nacked.Load() >= m.delivered.Load() || time.Now().After(end) {
-			return
+		acked, delivered := m.acked.Load(), m.delivered.Load()
+		if acked >= delivered {
+			return true
+		}
+		if acked+m.nacked.Load() >= delivered || time.Now().After(end) {
+			return false
 		}
 		select {
 		case <-c.closing:
-			return
+			return false
 		default:
 		}
 	}

@@ -1,6 +1,8 @@
 package consumer_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -89,4 +91,47 @@ func TestShrinkIsReported(t *testing.T) {
 
 	bed.setParts("c1", 3)
 	waitFor(t, func() bool { return health(c, "c1").PartitionsErr == nil })
+}
+
+// After a growth, a message that comes again at or before what was taken
+// from its partition, when every message delivered was acknowledged, is
+// one whose acknowledgement the broker did not record: it is acknowledged
+// again and not delivered twice. A message not acknowledged when the
+// cluster was subscribed again comes again, as at-least-once says.
+func TestGrowthDropsAcknowledgedRedeliveries(t *testing.T) {
+	for _, acked := range []bool{true, false} {
+		t.Run(fmt.Sprintf("acked=%v", acked), func(t *testing.T) {
+			bed := newFakeBed(16)
+			bed.carry = true
+			bed.setParts("c1", 1)
+			c := newConsumer(t, bed, 1, consumer.PartitionsAutoDiscoveryInterval(time.Millisecond),
+				consumer.ProbeInterval(time.Millisecond))
+			s1 := bed.stream("c1")
+			pa := s1.at(0, 0)
+			s1.push(0, "k", "a")
+			pb := s1.at(0, 0)
+			s1.push(0, "k", "b")
+			a, b := receive(t, c), receive(t, c)
+			require.NoError(t, c.Ack(context.Background(), a))
+			if acked {
+				require.NoError(t, c.Ack(context.Background(), b))
+			}
+			bed.setParts("c1", 2)
+			waitFor(t, func() bool { return health(c, "c1").Partitions == 2 })
+			s1 = bed.stream("c1")
+			// The broker gives again what it holds unacknowledged: b, and
+			// a too as if its acknowledgement had been lost.
+			s1.pushAt(0, pa, "k", "a", nil)
+			s1.pushAt(0, pb, "k", "b", nil)
+			s1.push(0, "k", "c")
+			if acked {
+				assert.Equal(t, []string{"c"}, recv(t, c, 1))
+				assert.Equal(t, []string{fmt.Sprintf("ack 0:%d", pa.Entry), fmt.Sprintf("ack 0:%d", pb.Entry)}, s1.log(), "acknowledged again")
+			} else {
+				assert.Equal(t, []string{"a", "b", "c"}, recv(t, c, 3))
+				assert.Empty(t, s1.log())
+			}
+			none(t, c)
+		})
+	}
 }

@@ -167,6 +167,7 @@ func (c *Consumer) monitor() {
 		case <-t.C:
 		}
 		c.hold.tick()
+		c.cfg.skip.expire(time.Now())
 		now := time.Now()
 		for _, m := range c.set.Load().members {
 			k := m.cur.Load()

@@ -121,3 +121,23 @@ func (h *holder) raise(pk partKey, ps *partState, pos router.Position) {
 		return
 	}
 }
+
+// frontiers returns the highest position taken from each of m's first
+// parts partitions, nil for one with none taken.
+func (h *holder) frontiers(m *member, parts int) []*router.Position {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := m.hold.front.Load()
+	out := make([]*router.Position, parts)
+	if t == nil {
+		return out
+	}
+	for p := range min(parts, len(t.p)) {
+		f := &t.p[p]
+		if v := f.word.Load(); v != 0 && v != packOverflow {
+			pos := unpack(v, f.base.Load())
+			out[p] = &pos
+		}
+	}
+	return out
+}

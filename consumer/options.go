@@ -133,7 +133,7 @@ func defaultCfg() cfg {
 		connect:       pulsarConnector{},
 		holdTimeout:   DefaultHoldTimeout,
 		maxHeld:       DefaultMaxHeld,
-		skip:          &skipper{at: map[skipKey]pulsar.MessageID{}},
+		skip:          &skipper{at: map[skipKey]skipAt{}},
 	}
 }
 

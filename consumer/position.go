@@ -10,9 +10,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/keyroute/keyroute/router"
 	"github.com/keyroute/keyroute/topology"
 )
 
@@ -229,12 +231,19 @@ func position(ctx context.Context, cl topology.Cluster, a *admin, c *cfg, ids []
 type skipper struct {
 	n  atomic.Int32 // partitions waiting
 	mu sync.Mutex
-	at map[skipKey]pulsar.MessageID // the positions, by partition
+	at map[skipKey]skipAt // the positions, by partition
 }
 
 type skipKey struct {
 	cluster string
 	part    int32
+}
+
+// skipAt is a partition's position to skip to; until, when not zero,
+// ends the wait (see grow.go).
+type skipAt struct {
+	pos   router.Position
+	until time.Time
 }
 
 // expect makes the positions of ids on cluster, those inside a batch,
@@ -244,24 +253,45 @@ func (s *skipper) expect(cluster string, ids []ID) {
 	defer s.mu.Unlock()
 	for _, id := range ids {
 		key := skipKey{cluster, int32(id.Partition)}
-		_, had := s.at[key]
-		switch {
-		case id.Pulsar.BatchIdx() >= 0:
-			s.at[key] = id.Pulsar
-			if !had {
-				s.n.Add(1)
-			}
-		case had:
-			delete(s.at, key)
-			s.n.Add(-1)
+		if id.Pulsar.BatchIdx() >= 0 {
+			s.set(key, skipAt{pos: router.Position{Ledger: id.Pulsar.LedgerID(), Entry: id.Pulsar.EntryID(), Batch: id.Pulsar.BatchIdx()}})
+		} else {
+			s.drop(key)
+		}
+	}
+}
+
+func (s *skipper) set(key skipKey, at skipAt) {
+	if _, had := s.at[key]; !had {
+		s.n.Add(1)
+	}
+	s.at[key] = at
+}
+
+func (s *skipper) drop(key skipKey) {
+	if _, had := s.at[key]; had {
+		delete(s.at, key)
+		s.n.Add(-1)
+	}
+}
+
+// expire ends the waits whose until has passed; the monitor calls it.
+func (s *skipper) expire(now time.Time) {
+	if s.n.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, at := range s.at {
+		if !at.until.IsZero() && now.After(at.until) {
+			s.drop(key)
 		}
 	}
 }
 
 // skipped reports whether raw, taken from k, is at or before its
-// partition's position in the position's batch: it is then acknowledged
-// and not delivered. The partition's first message past it ends the
-// wait.
+// partition's position: it is then acknowledged and not delivered. The
+// partition's first message past it ends the wait.
 func (c *Consumer) skipped(raw pulsar.Message, k *cluster) bool {
 	s := c.cfg.skip
 	id := raw.ID()
@@ -272,13 +302,12 @@ func (c *Consumer) skipped(raw pulsar.Message, k *cluster) bool {
 		s.mu.Unlock()
 		return false
 	}
-	if id.LedgerID() == at.LedgerID() && id.EntryID() == at.EntryID() && id.BatchIdx() <= at.BatchIdx() {
+	if (router.Position{Ledger: id.LedgerID(), Entry: id.EntryID(), Batch: id.BatchIdx()}).Compare(at.pos) <= 0 {
 		s.mu.Unlock()
 		c.ackMarker(k, raw)
 		return true
 	}
-	delete(s.at, key)
-	s.n.Add(-1)
+	s.drop(key)
 	s.mu.Unlock()
 	return false
 }
