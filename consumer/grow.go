@@ -106,9 +106,10 @@ func (c *Consumer) regrow(m *member, k *cluster, n int) {
 // highest position taken from each, for HoldTimeout or until the
 // partition's first message past it. Every message delivered was
 // acknowledged (see awaitAcks), so those that come again are ones whose
-// acknowledgement the broker did not record: pulsar-client-go sends them
-// without waiting for an answer, and one lost to a reconnect is never
-// sent again; its own reconnects hide them, a new subscription does not.
+// acknowledgement the broker did not record: pulsar-client-go sends
+// acknowledgements without waiting for an answer, and one lost (as to a
+// reconnect, apache/pulsar-client-go#389) is not sent again; a new
+// subscription gets those messages again (a growth's did, in e2e/handover).
 // Only for an Exclusive subscription: on the others, other consumers take
 // positions at or before the highest this one took.
 func (c *Consumer) skipAcknowledged(m *member, parts int) {
