@@ -296,7 +296,10 @@ func RequireAllClusters(on bool) Opt { return optFunc(func(c *cfg) { c.startAll 
 // keeps off: see apache/pulsar-client-go#1426). A cluster whose topic
 // grew is subscribed again, on the same subscription, over all its
 // partitions: the old ones resume from their cursors (messages delivered
-// and not yet acknowledged come again), the new ones start at Earliest,
+// and not yet acknowledged come again; on an Exclusive subscription whose
+// messages were all acknowledged, those that come again anyway, their
+// acknowledgement not recorded by the broker, are acknowledged again and
+// not delivered), the new ones start at Earliest,
 // so that what producers wrote there before it was found is read; the
 // cluster is not read for the time of that subscribe. A count below the
 // one subscribed is reported in Health (PartitionsErr) and logged; the
