@@ -1,13 +1,14 @@
 // Package specreader reads a keyroute topic by router/HANDOVER.md section 6
 // alone, on plain pulsar-client-go consumers: one Exclusive (or Failover)
-// consumer per cluster, subscribed at the earliest position, and none of
+// consumer per partition of each cluster, subscribed at the earliest
+// position, and none of
 // keyroute's consumer package. Its job in the e2e suites is to show that
 // the SPEC suffices: a second reader, written from the document, that
 // keeps every key's order across a hand-over.
 //
 // The flow of one received message:
 //
-//	cluster's consumer (every partition) -> Reader.receive, under one lock:
+//	partition's consumer -> Reader.receive, under one lock:
 //	  the partition's pending list (positions received, in order)
 //	  marker?        processed at once; acknowledged once within the frontier
 //	  keyless?       delivered at once
@@ -19,7 +20,7 @@
 //
 // An origin on a cluster the reader does not know is released at once and
 // reported (section 6.4). One on a partition the reader has not seen yet
-// waits: pulsar-client-go looks the partition count up again every
+// waits: the reader looks the partition count up again every
 // PartitionDiscovery and subscribes the new partitions at the earliest
 // position, after which the origin passes as any other.
 //

@@ -38,7 +38,7 @@ type Options struct {
 	// oldest hold when more messages than it are held (section 6.3).
 	HoldTimeout time.Duration
 	HoldLimit   int
-	// PartitionDiscovery is how often pulsar-client-go looks for new
+	// PartitionDiscovery is how often the reader looks for new
 	// partitions (section 6.4); 0 means a second.
 	PartitionDiscovery time.Duration
 	// Deliver gets every delivered message, serially under the reader's
@@ -144,15 +144,16 @@ type Reader struct {
 	wg      sync.WaitGroup
 	close   sync.Once
 
-	mu        sync.Mutex // guards everything below and the calls to Deliver
-	consumers map[string]pulsar.Consumer
-	parts     map[partKey]*part
-	queues    map[queueKey]*queue
-	waiting   map[partKey][]*queue // queues whose head waits on that partition
-	nheld     int
-	seq       int64
-	stats     Stats
-	closed    bool
+	mu         sync.Mutex // guards everything below and the calls to Deliver
+	subscribed map[string]bool
+	consumers  map[partKey]pulsar.Consumer // one per partition
+	parts      map[partKey]*part
+	queues     map[queueKey]*queue
+	waiting    map[partKey][]*queue // queues whose head waits on that partition
+	nheld      int
+	seq        int64
+	stats      Stats
+	closed     bool
 }
 
 // New makes a client per cluster and subscribes every cluster not
@@ -169,7 +170,7 @@ func New(ctx context.Context, o Options) (*Reader, error) {
 	}
 	r := &Reader{
 		opts: o, known: map[string]bool{}, clients: map[string]pulsar.Client{},
-		consumers: map[string]pulsar.Consumer{}, parts: map[partKey]*part{},
+		subscribed: map[string]bool{}, consumers: map[partKey]pulsar.Consumer{}, parts: map[partKey]*part{},
 		queues: map[queueKey]*queue{}, waiting: map[partKey][]*queue{},
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -201,54 +202,107 @@ func New(ctx context.Context, o Options) (*Reader, error) {
 }
 
 // Subscribe subscribes a known cluster that is not subscribed yet (a
-// Deferred one), at the earliest position.
+// Deferred one), at the earliest position: one consumer per partition,
+// and the partitions added later as the reader finds them (see discover).
 func (r *Reader) Subscribe(ctx context.Context, name string) error {
 	cl, ok := r.clients[name]
 	if !ok {
 		return fmt.Errorf("%w: unknown cluster %q", ErrBadOptions, name)
 	}
+	r.mu.Lock()
+	if r.closed || r.subscribed[name] {
+		r.mu.Unlock()
+		return fmt.Errorf("%w: cluster %q subscribed twice or reader closed", ErrBadOptions, name)
+	}
+	r.subscribed[name] = true
+	r.mu.Unlock()
+	if err := r.subscribeNew(ctx, name, cl); err != nil {
+		return err
+	}
+	r.wg.Add(1)
+	go r.discover(name, cl)
+	return nil
+}
+
+// subscribeNew subscribes the partitions of the topic on cluster name
+// that the reader does not read yet, each on its own.
+func (r *Reader) subscribeNew(ctx context.Context, name string, cl pulsar.Client) error {
+	topics, err := cl.TopicPartitions(r.opts.Topic)
+	if err != nil {
+		return fmt.Errorf("specreader: cluster %q: partitions: %w", name, err)
+	}
+	for i, topic := range topics {
+		pk := partKey{name, int32(i)}
+		r.mu.Lock()
+		have := r.consumers[pk] != nil
+		r.mu.Unlock()
+		if have {
+			continue
+		}
+		cons, err := r.subscribeOne(ctx, cl, topic)
+		if err != nil {
+			return fmt.Errorf("specreader: cluster %q: subscribe %s: %w", name, topic, err)
+		}
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			cons.Close()
+			return fmt.Errorf("%w: reader closed", ErrBadOptions)
+		}
+		r.consumers[pk] = cons
+		r.mu.Unlock()
+		r.wg.Add(1)
+		go r.read(pk, cons)
+	}
+	return nil
+}
+
+// subscribeOne subscribes one partition's topic (or the topic, when it is
+// not partitioned) at the earliest position.
+func (r *Reader) subscribeOne(ctx context.Context, cl pulsar.Client, topic string) (pulsar.Consumer, error) {
 	typ := pulsar.Exclusive
 	if r.opts.Failover {
 		typ = pulsar.Failover
 	}
-	var (
-		cons pulsar.Consumer
-		err  error
-	)
 	for {
-		cons, err = cl.Subscribe(pulsar.ConsumerOptions{
-			Topic: r.opts.Topic, SubscriptionName: r.opts.Subscription, Type: typ,
+		cons, err := cl.Subscribe(pulsar.ConsumerOptions{
+			Topic: topic, SubscriptionName: r.opts.Subscription, Type: typ,
 			Name:                        r.opts.ConsumerName,
 			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
-			AutoDiscoveryPeriod:         r.opts.PartitionDiscovery,
-			ReceiverQueueSize:           2000,
+			ReceiverQueueSize:           1000,
 		})
 		if err == nil || ctx.Err() != nil {
-			break
+			return cons, err
 		}
 		select { // a cluster just started may refuse a first subscribe
 		case <-ctx.Done():
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("specreader: cluster %q: subscribe: %w", name, err)
-	}
-	r.mu.Lock()
-	if r.closed || r.consumers[name] != nil {
-		r.mu.Unlock()
-		cons.Close()
-		return fmt.Errorf("%w: cluster %q subscribed twice or reader closed", ErrBadOptions, name)
-	}
-	r.consumers[name] = cons
-	r.mu.Unlock()
-	r.wg.Add(1)
-	go r.read(name, cons)
-	return nil
 }
 
-// read takes cons's messages, in the order pulsar-client-go gives them.
-func (r *Reader) read(name string, cons pulsar.Consumer) {
+// discover looks the partition count of cluster name up every
+// PartitionDiscovery and subscribes the partitions added. The reader
+// does not use pulsar-client-go's own discovery: v0.21.0 closes the old
+// partitions' consumers for good when subscribing a new one fails
+// (apache/pulsar-client-go#1426).
+func (r *Reader) discover(name string, cl pulsar.Client) {
+	defer r.wg.Done()
+	t := time.NewTicker(r.opts.PartitionDiscovery)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+			_ = r.subscribeNew(r.ctx, name, cl) // tried again at the next tick
+		}
+	}
+}
+
+// read takes cons's messages, those of partition pk, in the order
+// pulsar-client-go gives them.
+func (r *Reader) read(pk partKey, cons pulsar.Consumer) {
 	defer r.wg.Done()
 	for {
 		select {
@@ -258,7 +312,7 @@ func (r *Reader) read(name string, cons pulsar.Consumer) {
 			if !ok {
 				return
 			}
-			r.receive(name, cons, cm.Message)
+			r.receive(pk, cm.Message)
 		}
 	}
 }

@@ -9,9 +9,8 @@ import (
 )
 
 // receive applies HANDOVER.md section 6 to one received message.
-func (r *Reader) receive(cluster string, cons pulsar.Consumer, m pulsar.Message) {
+func (r *Reader) receive(pk partKey, m pulsar.Message) {
 	id := m.ID()
-	pk := partKey{cluster, id.PartitionIdx()}
 	pos := router.Position{Ledger: id.LedgerID(), Entry: id.EntryID(), Batch: id.BatchIdx()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -40,7 +39,7 @@ func (r *Reader) receive(cluster string, cons pulsar.Consumer, m pulsar.Message)
 		return
 	}
 	h := &held{e: e, id: id, d: Delivery{
-		Cluster: cluster, Partition: pk.partition, Pos: pos, Key: m.Key(),
+		Cluster: pk.cluster, Partition: pk.partition, Pos: pos, Key: m.Key(),
 		Payload: m.Payload(), Properties: props, Seq: r.seq, ReceivedAt: time.Now(),
 	}}
 	if m.Key() == "" { // keyless: never held
@@ -138,7 +137,7 @@ func (r *Reader) deliver(h *held, forced bool) {
 		r.stats.Forced++
 	}
 	r.opts.Deliver(h.d)
-	if c := r.consumers[h.d.Cluster]; c != nil {
+	if c := r.consumers[partKey{h.d.Cluster, h.d.Partition}]; c != nil {
 		_ = c.AckID(h.id) // a lost ack means a redelivery, which the checks count
 	}
 }
@@ -158,7 +157,7 @@ func (r *Reader) advance(pk partKey) {
 			p.pending = p.pending[1:]
 			p.frontier, p.seen, moved = e.pos, true, true
 			if e.marker != nil {
-				if c := r.consumers[k.cluster]; c != nil && c.AckID(e.marker) == nil {
+				if c := r.consumers[k]; c != nil && c.AckID(e.marker) == nil {
 					r.stats.MarkersAcked++
 				}
 			}

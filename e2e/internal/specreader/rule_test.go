@@ -51,7 +51,7 @@ func newBench(t *testing.T, limit int, clusters ...string) *bench {
 				b.got = append(b.got, fmt.Sprintf("%s/%d/%d %s", d.Cluster, d.Partition, d.Pos.Entry, d.Key))
 			},
 			Released: func(r Release) { b.released = append(b.released, r) }},
-		known: map[string]bool{}, consumers: map[string]pulsar.Consumer{}, parts: map[partKey]*part{},
+		known: map[string]bool{}, consumers: map[partKey]pulsar.Consumer{}, parts: map[partKey]*part{},
 		queues: map[queueKey]*queue{}, waiting: map[partKey][]*queue{},
 	}
 	b.r.ctx, b.r.cancel = context.WithCancel(context.Background())
@@ -67,7 +67,7 @@ func (b *bench) put(cluster string, partition int32, key string, props map[strin
 	pk := partKey{cluster, partition}
 	b.entry[pk]++
 	id := fakeID{ledger: 7, entry: b.entry[pk], part: partition}
-	b.r.receive(cluster, nil, fakeMsg{id: id, key: key, props: props})
+	b.r.receive(pk, fakeMsg{id: id, key: key, props: props})
 	return router.Position{Ledger: 7, Entry: b.entry[pk]}
 }
 
