@@ -228,14 +228,16 @@ var _ = Describe("consume, transform and produce in one transaction, processor k
 			p.until(ctx, "ready")
 			// Let it commit a few transactions, then kill it either inside
 			// its next commit (at a random fraction of its commits'
-			// median time) or anywhere in its loop (a random fraction of
-			// its median loop time after a commit).
+			// median time: in the sends, the acks or the commits) or
+			// anywhere in its loop (a random fraction of its median loop
+			// time after a commit). The first kill is inside a commit, so
+			// that every run leaves a transaction open for the next.
 			commits := 2 + rng.IntN(6)
 			var dones []time.Time
 			for len(dones) < commits {
 				dones = append(dones, p.until(ctx, "done").at)
 			}
-			inCommit := rng.IntN(2) == 0
+			inCommit := i == 1 || rng.IntN(2) == 0
 			var at time.Duration
 			if inCommit {
 				p.until(ctx, "commit")

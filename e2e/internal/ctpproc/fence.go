@@ -14,7 +14,8 @@ import (
 
 // fence waits until no open Pulsar transaction holds an acknowledgement of
 // the subscription, on every partition of the input topic on every
-// cluster, and returns how many did when it started.
+// cluster, and returns how many did when it started (summed over the
+// partitions: one transaction holding acks on two partitions counts twice).
 //
 // A processor that was killed inside a commit leaves its transaction open
 // until the broker aborts it at its timeout. Meanwhile the messages it
@@ -47,7 +48,7 @@ func fence(ctx context.Context, topo *topology.Topology, cfg config) (int64, err
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("fence: %d acks still held: %w", held, ctx.Err())
+			return 0, fmt.Errorf("fence: %d open transactions still hold acks: %w", held, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -9,14 +9,18 @@
 // It reports on stdout, one line per event, each written with one write
 // so that a line written before a SIGKILL is complete in the pipe:
 //
-//	fenced <waited> <acks held at first>        -fence: see fence.go
+//	fenced <waited> <open>                      -fence (fence.go): how long it
+//	                                            waited; open transactions
+//	                                            holding acks, per partition,
+//	                                            at first
 //	ready
 //	commit <tag> <messages>                     before Commit
 //	ack <tag> <cluster> <mostSigBits> <leastSigBits>
 //	                                            before the first ack of a
-//	                                            transaction on a cluster,
-//	                                            i.e. after its sends and
-//	                                            before any commit
+//	                                            Pulsar transaction, i.e.
+//	                                            after the tag's sends on
+//	                                            that cluster and before
+//	                                            any commit
 //	done <tag> <clusters,...>                   Commit returned nil
 //	drained                                     -drain: backlog 0, exiting
 //
@@ -187,7 +191,7 @@ func step(ctx context.Context, c *consumer.Consumer, p *producer.Producer, cfg c
 	if err != nil {
 		return 0, err
 	}
-	lg := &ackLog{tag: tag, seen: map[string]bool{}}
+	lg := &ackLog{tag: tag, seen: map[ackKey]bool{}}
 	for i := range ms {
 		m := &ms[i]
 		v := fmt.Appendf(nil, "out:%s|%s", m.Value, tag)
@@ -211,13 +215,18 @@ func step(ctx context.Context, c *consumer.Consumer, p *producer.Producer, cfg c
 	return len(ms), nil
 }
 
-// ackLog reports, once per cluster, the Pulsar transaction a tag's acks
-// (and so its messages on that cluster) are made in. Commit may ack on
-// several clusters at once.
+// ackLog reports, once per cluster and Pulsar transaction, the Pulsar
+// transaction a tag's acks (and so its messages on that cluster) are made
+// in. Commit may ack on several clusters at once.
 type ackLog struct {
 	tag  string
 	mu   sync.Mutex // guards seen
-	seen map[string]bool
+	seen map[ackKey]bool
+}
+
+type ackKey struct {
+	cluster string
+	txn     pulsar.TxnID
 }
 
 // loggedAck is a consumer's TxnAck that says which Pulsar transaction it
@@ -228,11 +237,10 @@ type loggedAck struct {
 }
 
 func (a loggedAck) AckWithTxn(txn pulsar.Transaction) error {
-	cl := a.Cluster()
+	cl, id := a.Cluster(), txn.GetTxnID()
 	a.log.mu.Lock()
-	if !a.log.seen[cl] {
-		a.log.seen[cl] = true
-		id := txn.GetTxnID()
+	if !a.log.seen[ackKey{cl, id}] {
+		a.log.seen[ackKey{cl, id}] = true
 		say("ack %s %s %d %d", a.log.tag, cl, id.MostSigBits, id.LeastSigBits)
 	}
 	a.log.mu.Unlock()
