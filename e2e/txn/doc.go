@@ -5,9 +5,12 @@
 // leaves no aborted transaction on any broker; that killing a cluster
 // between the sends and the commits yields a *producer.PartialCommitError
 // naming the clusters exactly while the others' messages are visible once;
-// that bulk sends commit everything; and it pins the upstream bug
-// apache/pulsar-client-go#1498 (messages of an aborted transaction are
-// still delivered) with a canary that fails the day the bug is fixed.
+// that bulk sends commit everything; that consume-transform-produce
+// writes every input exactly once, in key order, when the processor (a
+// separate process, e2e/internal/ctpproc) is SIGKILLed mid-stream; and it
+// pins the upstream bug apache/pulsar-client-go#1498 (messages of an
+// aborted transaction are still delivered) with a canary that fails the
+// day the bug is fixed.
 //
 // The specs and the benchmark are behind the e2e build tag:
 //
