@@ -35,6 +35,7 @@ type load struct {
 	mu       sync.Mutex
 	start    time.Time
 	acked    map[string][]int          // per window index: acks per cluster
+	offered  map[string][]int          // per window index: sends per own cluster
 	ackedIDs map[string]int            // "key|seq" -> 1
 	failed   map[string]error          // "key|seq" -> error
 	refused  map[string][]time.Time    // per own cluster: each ErrClusterDown's callback, in order
@@ -60,7 +61,7 @@ type handOverTime struct{ at, took time.Duration }
 
 func newLoad(p *producer.Producer, rate, keys int, bound time.Duration) *load {
 	return &load{p: p, rate: rate, keys: keys, window: 250 * time.Millisecond, handOver: bound,
-		acked: map[string][]int{}, ackedIDs: map[string]int{}, failed: map[string]error{},
+		acked: map[string][]int{}, offered: map[string][]int{}, ackedIDs: map[string]int{}, failed: map[string]error{},
 		refused: map[string][]time.Time{}, errKinds: map[string]map[string]int{}, handed: map[string][]handOverTime{},
 		lastAck: map[string]time.Time{}, stalls: map[string][]ackStall{}}
 }
@@ -104,6 +105,7 @@ func (l *load) run(ctx context.Context) {
 			l.mu.Lock()
 			l.sent++
 			l.handed[own] = append(l.handed[own], handOverTime{at: began.Sub(l.start), took: took})
+			l.offered[own] = count(l.offered[own], int(began.Sub(l.start)/l.window))
 			l.mu.Unlock()
 		}
 	}
@@ -130,14 +132,17 @@ func (l *load) record(own, id string, pid producer.ID, err error) {
 		l.stalls[pid.Cluster] = append(l.stalls[pid.Cluster], ackStall{last, now})
 	}
 	l.lastAck[pid.Cluster] = now
-	w := int(now.Sub(l.start) / l.window)
-	per := l.acked[pid.Cluster]
+	l.acked[pid.Cluster] = count(l.acked[pid.Cluster], int(now.Sub(l.start)/l.window))
+	l.ackedIDs[id]++
+}
+
+// count adds one to window w of per.
+func count(per []int, w int) []int {
 	for len(per) <= w {
 		per = append(per, 0)
 	}
 	per[w]++
-	l.acked[pid.Cluster] = per
-	l.ackedIDs[id]++
+	return per
 }
 
 func errClass(err error) string {
@@ -149,13 +154,26 @@ func errClass(err error) string {
 	return "other: " + err.Error()
 }
 
-// rate returns the acks per second of cluster in [from, to) since start.
+// rateOf returns the acks per second of cluster in [from, to) since start.
 func (l *load) rateOf(cluster string, from, to time.Duration) float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	per := l.acked[cluster]
+	return perSecond(l.acked[cluster], l.window, from, to)
+}
+
+// keptUp returns the acks of cluster in [from, to) since start over the
+// sends offered to it then: a ratio of the SDK's keeping up that a sender
+// starved of CPU (by a JVM restarting on the same two cores) does not
+// move, where the ack rate alone falls with the sends.
+func (l *load) keptUp(cluster string, from, to time.Duration) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return perSecond(l.acked[cluster], l.window, from, to) / perSecond(l.offered[cluster], l.window, from, to)
+}
+
+func perSecond(per []int, window, from, to time.Duration) float64 {
 	n := 0
-	for w := int(from / l.window); w < int(to/l.window) && w < len(per); w++ {
+	for w := int(from / window); w < int(to/window) && w < len(per); w++ {
 		n += per[w]
 	}
 	return float64(n) / (to - from).Seconds()
