@@ -173,7 +173,7 @@ func (h *holder) reset() {
 // admit says whether raw, taken from k, is handed to the caller now; when
 // false the holder took it (a marker, or a held message).
 func (c *Consumer) admit(raw pulsar.Message, k *cluster) bool {
-	if c.cfg.skip.n.Load() != 0 && c.skipped(raw, k) { // a batch split by a position (position.go)
+	if c.cfg.skip.n.Load() != 0 && c.skipped(raw, k) { // a batch split by a position (position.go), a growth's redeliveries (grow.go)
 		return false
 	}
 	h := &c.hold

@@ -293,6 +293,9 @@ func (s *skipper) expire(now time.Time) {
 // partition's position: it is then acknowledged and not delivered. The
 // partition's first message past it ends the wait.
 func (c *Consumer) skipped(raw pulsar.Message, k *cluster) bool {
+	if c.retried(raw.Properties()) { // the retry topic's positions are not the topic's
+		return false
+	}
 	s := c.cfg.skip
 	id := raw.ID()
 	key := skipKey{k.name, id.PartitionIdx()}
