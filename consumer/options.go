@@ -341,9 +341,10 @@ func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
 // BackOffPolicyFunc, NackBackoffPolicy, chunking limits, ...). fn runs once
 // per cluster at New, on New's goroutines. It must not change Topic,
 // Topics, TopicsPattern, SubscriptionName, Type, MessageChannel,
-// AckWithResponse or RetryEnable (see Retry), which keyroute's read path
-// and acknowledgements rely on: New fails with ErrBadOption naming the
-// field and cluster. Options
+// AckWithResponse, AutoDiscoveryPeriod (see
+// PartitionsAutoDiscoveryInterval) or RetryEnable (see Retry), which
+// keyroute's read path and acknowledgements rely on: New fails with
+// ErrBadOption naming the field and cluster. Options
 // it changes that keyroute also sets (ReceiverQueueSize, Name,
 // NackRedeliveryDelay, the initial position, acknowledgement grouping)
 // take fn's value: MaxBuffered no longer bounds a cluster whose
