@@ -50,7 +50,25 @@ func newProducer(ctx context.Context, b *testbed.Bed, topic string, opts ...prod
 		topo.Clusters[i].Client.ConnectionTimeout = 3 * time.Second
 	}
 	opts = append([]producer.Opt{producer.Topic(topic), producer.Transactions(true), producer.RequireAllClusters(true)}, opts...)
-	return producer.New(ctx, topo, opts...)
+	for {
+		p, err := producer.New(ctx, topo, opts...)
+		if err == nil || !bookiesFlapping(err) || ctx.Err() != nil {
+			return p, err
+		}
+		select { // a standalone restarted by an earlier spec
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// bookiesFlapping reports whether err is a standalone's refusal to make a
+// ledger for a new topic, which a standalone restarted after a SIGKILL
+// gives for a while after it first wrote again (its old bookie
+// registration expires after the new one was made).
+func bookiesFlapping(err error) bool {
+	return strings.Contains(err.Error(), "Not enough non-faulty bookies")
 }
 
 // got is one consumed message.

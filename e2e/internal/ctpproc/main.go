@@ -123,6 +123,12 @@ func run(ctx context.Context, cfg config) error {
 	}
 	defer c.Close(context.WithoutCancel(ctx))
 	p, err := producer.New(ctx, topo, producer.Topic(cfg.out), producer.Transactions(true), producer.RequireAllClusters(true))
+	for err != nil && strings.Contains(err.Error(), "Not enough non-faulty bookies") && ctx.Err() == nil {
+		// A standalone restarted after a SIGKILL refuses ledgers for new
+		// topics for a while after it first wrote again.
+		time.Sleep(time.Second)
+		p, err = producer.New(ctx, topo, producer.Topic(cfg.out), producer.Transactions(true), producer.RequireAllClusters(true))
+	}
 	if err != nil {
 		return fmt.Errorf("producer: %w", err)
 	}
