@@ -18,6 +18,13 @@ func (c *Consumer) Ack(ctx context.Context, m *Message) error {
 	if m == nil {
 		return ErrNilMessage
 	}
+	if c != nil && c.subs != nil {
+		s, err := c.subOf(m, "ack")
+		if err != nil {
+			return err
+		}
+		return s.Ack(ctx, m)
+	}
 	if m.raw == nil {
 		return c.AckID(ctx, m.ID)
 	}
@@ -33,6 +40,13 @@ func (c *Consumer) Ack(ctx context.Context, m *Message) error {
 
 // AckID acknowledges the message id names (see Ack).
 func (c *Consumer) AckID(ctx context.Context, id ID) error {
+	if c != nil && c.subs != nil {
+		s, err := c.sub(id.Topic, "ack", id.Cluster)
+		if err != nil {
+			return err
+		}
+		return s.AckID(ctx, id)
+	}
 	k, err := c.owner(id, "ack")
 	if err != nil {
 		return err
@@ -53,6 +67,13 @@ func (c *Consumer) AckCumulative(ctx context.Context, m *Message) error {
 
 // AckIDCumulative is AckCumulative by ID.
 func (c *Consumer) AckIDCumulative(ctx context.Context, id ID) error {
+	if c != nil && c.subs != nil {
+		s, err := c.sub(id.Topic, "ack cumulative", id.Cluster)
+		if err != nil {
+			return err
+		}
+		return s.AckIDCumulative(ctx, id)
+	}
 	if !subTypes[c.cfg.subType].cumul {
 		return clusterErr(id.Cluster, "ack cumulative", ErrCumulativeAck)
 	}
@@ -69,6 +90,13 @@ func (c *Consumer) Nack(m *Message) error {
 	if m == nil {
 		return ErrNilMessage
 	}
+	if c != nil && c.subs != nil {
+		s, err := c.subOf(m, "nack")
+		if err != nil {
+			return err
+		}
+		return s.Nack(m)
+	}
 	k, err := c.from(m, "nack")
 	if err != nil {
 		return err
@@ -84,6 +112,13 @@ func (c *Consumer) Nack(m *Message) error {
 
 // NackID is Nack by ID.
 func (c *Consumer) NackID(id ID) error {
+	if c != nil && c.subs != nil {
+		s, err := c.sub(id.Topic, "nack", id.Cluster)
+		if err != nil {
+			return err
+		}
+		return s.NackID(id)
+	}
 	k, err := c.owner(id, "nack")
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,11 @@ type Consumer struct {
 	seekMu    sync.Mutex     // one seek (SeekByTime, SeekByID) at a time
 	detach    func()         // from the shared clients (WithClients); nil without
 	hold      holder         // the hand-over's holds (hold.go)
+
+	// subs are the Consumers of each topic when Topics names several
+	// (topics.go), nil otherwise; ins are their Chan channels.
+	subs []*Consumer
+	ins  []<-chan *Message
 }
 
 // clusterSet is the Consumer's clusters at one moment. It is replaced,
@@ -175,6 +181,17 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Consumer, 
 	for _, o := range opts {
 		o.apply(&c)
 	}
+	if err := c.validateTopics(); err != nil {
+		return nil, err
+	}
+	if len(c.topics) > 1 {
+		return newTopics(ctx, topo, c)
+	}
+	return newConsumer(ctx, topo, c)
+}
+
+// newConsumer is New for one topic, c.topic.
+func newConsumer(ctx context.Context, topo *topology.Topology, c cfg) (*Consumer, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
@@ -245,8 +262,21 @@ func newMember(cl topology.Cluster, share int) (*member, error) {
 	return m, nil
 }
 
-// Topic returns the topic the Consumer reads.
-func (c *Consumer) Topic() string { return c.cfg.topic }
+// Topic returns the topic the Consumer reads; with Topics, the first.
+func (c *Consumer) Topic() string {
+	if c.subs != nil {
+		return c.cfg.topics[0]
+	}
+	return c.cfg.topic
+}
+
+// Topics returns the topics the Consumer reads, in the order given.
+func (c *Consumer) Topics() []string {
+	if c.subs != nil {
+		return slices.Clone(c.cfg.topics)
+	}
+	return []string{c.cfg.topic}
+}
 
 // Subscription returns the subscription name.
 func (c *Consumer) Subscription() string { return c.cfg.subscription }
@@ -266,6 +296,9 @@ func (c *Consumer) Subscription() string { return c.cfg.subscription }
 func (c *Consumer) Close(ctx context.Context) error {
 	if c == nil {
 		return ErrClosed
+	}
+	if c.subs != nil {
+		return c.closeTopics(ctx)
 	}
 	c.closeOnce.Do(func() {
 		c.mu.Lock()

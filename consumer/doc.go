@@ -20,6 +20,8 @@
 // No goroutine of the Consumer stands between the brokers' client and the
 // caller of Receive or ReceiveBatch, and the Consumer reads nothing ahead
 // of its caller: what is not taken stays in pulsar-client-go's queues.
+// Over several topics (Topics), each topic is read by a Consumer of its
+// own, whose Chan the Consumer merges, the topics taking turns.
 // ReceiveBatch returns up to max messages already there in one
 // allocation, in the manner of franz-go's PollFetches; ReceiveInto fills a
 // buffer the caller reuses and allocates nothing.

@@ -8,8 +8,8 @@ import (
 )
 
 var (
-	// ErrNoTopic is returned by New when no Topic option is given: pass
-	// Topic.
+	// ErrNoTopic is returned by New when no Topic option is given (or
+	// Topics with no name): pass Topic.
 	ErrNoTopic = errors.New("consumer: no topic (the Topic option is required)")
 	// ErrNoSubscription is returned by New when no Subscription option is
 	// given: pass Subscription.
@@ -45,6 +45,12 @@ var (
 	// (StartAfter) return it, in a *ClusterError, for a position on a
 	// cluster that is not in the topology: nothing was moved.
 	ErrUnknownCluster = errors.New("consumer: unknown cluster")
+	// ErrUnknownTopic is returned, in a *ClusterError, by a Consumer of
+	// several topics (Topics) for a Message or ID whose Topic is not one
+	// of them: an ID saved without its Topic, or one of another
+	// consumer. SeekByID returns it with ErrBadPosition, and nothing was
+	// moved.
+	ErrUnknownTopic = errors.New("consumer: the ID's Topic is not one of the Consumer's Topics")
 	// ErrNoAdmin is returned by SeekByID and New (StartAfter), in a
 	// *ClusterError, for a position on a cluster whose topology entry
 	// has no AdminURL: positions are set over the admin API. Give the

@@ -31,6 +31,20 @@ func (f fakeConnector) connect(ctx context.Context, cl topology.Cluster, sc subC
 	return l, nil
 }
 
+// WithTopicConnector is WithConnector for fakes that serve several
+// topics: fn gets the topic besides.
+func WithTopicConnector(fn func(ctx context.Context, cl topology.Cluster, topic string, share int) (Stream, func() error, error)) Opt {
+	return optFunc(func(c *cfg) { c.connect = topicConnector(fn) })
+}
+
+type topicConnector func(ctx context.Context, cl topology.Cluster, topic string, share int) (Stream, func() error, error)
+
+func (f topicConnector) connect(ctx context.Context, cl topology.Cluster, sc subConfig) (*link, error) {
+	return fakeConnector{func(ctx context.Context, cl topology.Cluster, share int) (Stream, func() error, error) {
+		return f(ctx, cl, sc.topic, share)
+	}}.connect(ctx, cl, sc)
+}
+
 // WithConnector makes New subscribe with fn instead of pulsar-client-go.
 func WithConnector(fn ConnectFunc) Opt {
 	return optFunc(func(c *cfg) { c.connect = fakeConnector{fn} })

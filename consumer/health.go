@@ -8,6 +8,9 @@ import (
 
 // ClusterHealth is the state of one cluster's subscription.
 type ClusterHealth struct {
+	// Topic is the row's topic when the Consumer reads several (Topics),
+	// "" otherwise.
+	Topic   string
 	Cluster string
 	// Connected is false until the cluster is subscribed (it did not
 	// answer New, or an Update, in time: see StartTimeout), and while its
@@ -80,6 +83,9 @@ func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 	if c == nil {
 		return nil
 	}
+	if c.subs != nil {
+		return c.healthTopics(ctx)
+	}
 	members := c.set.Load().members
 	out := make([]ClusterHealth, len(members))
 	var wg sync.WaitGroup
@@ -87,7 +93,7 @@ func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 		h := &out[i]
 		cur := k.cur.Load()
 		*h = ClusterHealth{
-			Cluster: k.name, Connected: cur != nil && k.connected(c.cfg.probeEvery), Draining: k.draining.Load(),
+			Topic: c.cfg.idTopic, Cluster: k.name, Connected: cur != nil && k.connected(c.cfg.probeEvery), Draining: k.draining.Load(),
 			Delivered: k.delivered.Load(), Acked: k.acked.Load(), Nacked: k.nacked.Load(),
 			Redelivered: k.redelivered.Load(), Lag: since(k.lastPublish.Load()), Backlog: -1,
 		}

@@ -12,16 +12,26 @@ import (
 // it was read from, its partition there, and its Pulsar message ID. IDs
 // can be kept and acknowledged later with AckID.
 type ID struct {
+	// Topic is the topic it was read from, as the Topics option names
+	// it, when the Consumer reads several; "" when it reads one.
+	Topic     string
 	Cluster   string
 	Partition int
 	Pulsar    pulsar.MessageID
 }
 
+// String returns "cluster/partition/ledger:entry:batch", preceded by the
+// topic and a space when Topic is set (Pulsar topic names and cluster
+// names hold no space).
 func (id ID) String() string {
-	if id.Pulsar == nil {
-		return id.Cluster + "/-"
+	t := ""
+	if id.Topic != "" {
+		t = id.Topic + " "
 	}
-	return fmt.Sprintf("%s/%d/%d:%d:%d", id.Cluster, id.Partition,
+	if id.Pulsar == nil {
+		return t + id.Cluster + "/-"
+	}
+	return fmt.Sprintf("%s%s/%d/%d:%d:%d", t, id.Cluster, id.Partition,
 		id.Pulsar.LedgerID(), id.Pulsar.EntryID(), id.Pulsar.BatchIdx())
 }
 
@@ -65,7 +75,7 @@ func (m *Message) fill(raw pulsar.Message, k *cluster) {
 	m.EventTime = raw.EventTime()
 	m.PublishTime = raw.PublishTime()
 	m.RedeliveryCount = raw.RedeliveryCount()
-	m.ID = ID{Cluster: k.name, Partition: int(mid.PartitionIdx()), Pulsar: mid}
+	m.ID = ID{Topic: k.owner.cfg.idTopic, Cluster: k.name, Partition: int(mid.PartitionIdx()), Pulsar: mid}
 	m.raw = raw
 	m.k = k
 }

@@ -3,6 +3,7 @@ package consumer
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -85,6 +86,9 @@ const (
 // cfg is the validated configuration of a Consumer.
 type cfg struct {
 	topic           string
+	topics          []string // Topics, when it names more than one
+	topicsSet       bool     // Topics was given
+	idTopic         string   // IDs' Topic: the topic when Topics names several, else ""
 	subscription    string
 	subType         SubscriptionType
 	position        Position
@@ -133,8 +137,56 @@ func defaultCfg() cfg {
 		connect:       pulsarConnector{},
 		holdTimeout:   DefaultHoldTimeout,
 		maxHeld:       DefaultMaxHeld,
-		skip:          &skipper{at: map[skipKey]skipAt{}},
+		skip:          newSkipper(),
 	}
+}
+
+// validateTopics checks Topic and Topics, and leaves one topic in
+// c.topic, or several in c.topics.
+func (c *cfg) validateTopics() error {
+	if !c.topicsSet {
+		return c.checkIDTopics()
+	}
+	if c.topic != "" {
+		return badOption("Topics", c.topics, "Topic is given too: give one of them")
+	}
+	seen := map[string]bool{}
+	for _, t := range c.topics {
+		switch {
+		case t == "":
+			return badOption("Topics", c.topics, "a topic name is empty")
+		case seen[t]:
+			return badOption("Topics", c.topics, fmt.Sprintf("%q is given twice", t))
+		}
+		seen[t] = true
+	}
+	switch {
+	case len(c.topics) == 0:
+		return ErrNoTopic
+	case len(c.topics) == 1:
+		c.topic, c.topics = c.topics[0], nil
+		return c.checkIDTopics()
+	case c.deadLetter != nil && c.deadLetter.Topic != "":
+		return badOption("DeadLetter", c.deadLetter.Topic, "one dead-letter topic for several topics: leave Topic empty, and each topic has its own")
+	case c.retry != nil && c.retry.Topic != "":
+		return badOption("Retry", c.retry.Topic, "one retry topic for several topics: leave Topic empty, and each topic has its own")
+	}
+	for _, id := range c.startAfter {
+		if !seen[id.Topic] {
+			return fmt.Errorf("%w: StartAfter(%s): the ID's Topic must be one of Topics %q", ErrBadPosition, id, c.topics)
+		}
+	}
+	return nil
+}
+
+// checkIDTopics refuses StartAfter IDs of another topic than the one read.
+func (c *cfg) checkIDTopics() error {
+	for _, id := range c.startAfter {
+		if id.Topic != "" && id.Topic != c.topic {
+			return fmt.Errorf("%w: StartAfter(%s): the Consumer reads %q", ErrBadPosition, id, c.topic)
+		}
+	}
+	return nil
 }
 
 func (c *cfg) validate() error {
@@ -189,10 +241,29 @@ type optFunc func(*cfg)
 
 func (f optFunc) apply(c *cfg) { f(c) }
 
-// Topic sets the topic to read on every cluster (required), e.g.
-// "persistent://public/default/events". Each cluster's partitions are
-// found there.
+// Topic sets the topic to read on every cluster (required, or Topics),
+// e.g. "persistent://public/default/events". Each cluster's partitions
+// are found there.
 func Topic(name string) Opt { return optFunc(func(c *cfg) { c.topic = name }) }
+
+// Topics sets the topics to read on every cluster, in place of Topic: one
+// Consumer reads them all as one stream. Each topic is read as a Consumer
+// of that topic alone reads it: per cluster and partition in order, its
+// own hand-over of moving keys (as its producer routes it), partition
+// growth, dead-letter and retry topics (the default names, one per
+// topic), and MaxBuffered split evenly between the topics. Messages carry
+// their topic in ID.Topic, which AckID, NackID and SeekByID use to find
+// it; Health has a row per topic and cluster. A topic name that is empty
+// or given twice, a Topic option besides, or one DeadLetter or Retry
+// topic named for all is an ErrBadOption.
+//
+// Each topic's messages come from a goroutine of its own (as Chan's do),
+// so a message costs a goroutine switch more than with one topic, and
+// ReceiveInto allocates as Receive does. SeekByTime and SeekByID stop
+// every topic's messages while they run; Update updates every topic.
+func Topics(names ...string) Opt {
+	return optFunc(func(c *cfg) { c.topics, c.topicsSet = slices.Clone(names), true })
+}
 
 // Subscription sets the subscription name, the same on every cluster
 // (required). Acknowledgements are kept by the brokers under that name, so

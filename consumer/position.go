@@ -36,12 +36,19 @@ import (
 // cursors, and subscribes again.
 
 // ParseID reads back the text of an ID (ID.String, MarshalText):
-// "cluster/partition/ledger:entry:batch". The ID it returns is a position
-// (for StartAfter and SeekByID), not one to acknowledge. A text that does
-// not parse is an ErrBadPosition.
-func ParseID(s string) (ID, error) {
+// "cluster/partition/ledger:entry:batch", after "topic " when the ID has
+// a Topic. The ID it returns is a position (for StartAfter and SeekByID),
+// not one to acknowledge. A text that does not parse is an
+// ErrBadPosition.
+func ParseID(text string) (ID, error) {
 	bad := func() (ID, error) {
-		return ID{}, fmt.Errorf("%w: %q is not cluster/partition/ledger:entry:batch", ErrBadPosition, s)
+		return ID{}, fmt.Errorf("%w: %q is not [topic ]cluster/partition/ledger:entry:batch", ErrBadPosition, text)
+	}
+	topic, s, spaced := strings.Cut(text, " ")
+	if !spaced {
+		topic, s = "", text
+	} else if topic == "" {
+		return bad()
 	}
 	i := strings.LastIndexByte(s, '/')
 	if i < 0 {
@@ -62,7 +69,7 @@ func ParseID(s string) (ID, error) {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return bad()
 	}
-	return ID{Cluster: s[:j], Partition: int(part), Pulsar: pulsar.NewMessageID(ledger, entry, int32(batch), int32(part))}, nil
+	return ID{Topic: topic, Cluster: s[:j], Partition: int(part), Pulsar: pulsar.NewMessageID(ledger, entry, int32(batch), int32(part))}, nil
 }
 
 // MarshalText returns ID.String, which ParseID reads back; an ID without
@@ -234,6 +241,8 @@ type skipper struct {
 	at map[skipKey]skipAt // the positions, by partition
 }
 
+func newSkipper() *skipper { return &skipper{at: map[skipKey]skipAt{}} }
+
 type skipKey struct {
 	cluster string
 	part    int32
@@ -353,6 +362,9 @@ func (c *Consumer) skipped(raw pulsar.Message, k *cluster) bool {
 func (c *Consumer) SeekByID(ctx context.Context, ids ...ID) error {
 	if c == nil || c.closed.Load() {
 		return ErrClosed
+	}
+	if c.subs != nil {
+		return c.seekByIDTopics(ctx, ids)
 	}
 	names, by, err := byCluster(ids)
 	if err != nil || len(ids) == 0 {

@@ -32,6 +32,9 @@ func (c *Consumer) Receive(ctx context.Context) (*Message, error) {
 	if c == nil {
 		return nil, ErrClosed
 	}
+	if c.subs != nil {
+		return c.receiveTopics(ctx)
+	}
 	for {
 		p, err := c.enter(ctx)
 		if err != nil {
@@ -64,6 +67,10 @@ func (c *Consumer) ReceiveBatch(ctx context.Context, max int) ([]Message, error)
 	if max < 1 {
 		return nil, fmt.Errorf("%w: ReceiveBatch(%d)", ErrBadMax, max)
 	}
+	if c != nil && c.subs != nil {
+		ms, _, err := c.receiveIntoTopics(ctx, nil, max)
+		return ms, err
+	}
 	var ms []Message
 	n, err := c.receiveBatch(ctx, func(held int) []Message {
 		ms = make([]Message, min(held, max))
@@ -84,6 +91,10 @@ func (c *Consumer) ReceiveBatch(ctx context.Context, max int) ([]Message, error)
 func (c *Consumer) ReceiveInto(ctx context.Context, buf []Message) (int, error) {
 	if len(buf) == 0 {
 		return 0, fmt.Errorf("%w: ReceiveInto with an empty buffer", ErrBadMax)
+	}
+	if c != nil && c.subs != nil {
+		_, n, err := c.receiveIntoTopics(ctx, buf, len(buf))
+		return n, err
 	}
 	return c.receiveBatch(ctx, func(held int) []Message { return buf[:min(held, len(buf))] })
 }
@@ -137,7 +148,11 @@ func (c *Consumer) Chan() <-chan *Message {
 	if c.out == nil {
 		c.out = make(chan *Message)
 		c.bg.Add(1)
-		go c.feed(c.out)
+		if c.subs != nil {
+			go c.feedTopics(c.out)
+		} else {
+			go c.feed(c.out)
+		}
 	}
 	return c.out
 }

@@ -107,6 +107,13 @@ func (c *Consumer) ReconsumeLater(ctx context.Context, m *Message, delay time.Du
 	if c.cfg.retry == nil {
 		return ErrNoRetry
 	}
+	if c.subs != nil {
+		s, err := c.subOf(m, "reconsume")
+		if err != nil {
+			return err
+		}
+		return s.ReconsumeLater(ctx, m, delay, props)
+	}
 	if len(props) != 0 {
 		if name, reserved := router.ReservedProperty(props); reserved {
 			return fmt.Errorf("%w: %q (names beginning with %q)", ErrReservedProperty, name, router.PropPrefix)

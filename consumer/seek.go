@@ -66,7 +66,9 @@ func (c *Consumer) offer(out chan<- *Message, m *Message, k *cluster, p *pause) 
 	for {
 		select {
 		case out <- m:
-			c.delivered(k, m)
+			if c.subs == nil { // with Topics, the topic's Consumer counted it
+				c.delivered(k, m)
+			}
 			return true
 		case <-p.begin: // nil while p is a seek
 		case <-p.done: // nil while p is not
@@ -93,6 +95,9 @@ func (c *Consumer) offer(out chan<- *Message, m *Message, k *cluster, p *pause) 
 func (c *Consumer) SeekByTime(ctx context.Context, t time.Time) error {
 	if c == nil || c.closed.Load() {
 		return ErrClosed
+	}
+	if c.subs != nil {
+		return c.seekByTimeTopics(ctx, t)
 	}
 	c.seekMu.Lock()
 	defer c.seekMu.Unlock()

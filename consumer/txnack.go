@@ -17,6 +17,9 @@ func (c *Consumer) TxnAck(m *Message) (keyroute.TxnAck, error) {
 	if m == nil || m.raw == nil {
 		return nil, ErrNilMessage
 	}
+	if c != nil && c.subs != nil {
+		return c.txnAckTopics(m)
+	}
 	k, err := c.from(m, "ack in transaction")
 	if err != nil {
 		return nil, err

@@ -57,6 +57,9 @@ func (c *Consumer) Update(ctx context.Context, topo *topology.Topology) error {
 			return err
 		}
 	}
+	if c.subs != nil {
+		return c.eachTopic(func(s *Consumer) error { return s.Update(ctx, topo) })
+	}
 	return c.update(ctx, topo)
 }
 
