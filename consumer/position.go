@@ -235,7 +235,7 @@ func (s *startConnector) connect(ctx context.Context, cl topology.Cluster, sc su
 }
 
 // position moves the subscription on cl to just after each of ids over
-// its admin API a (or the connector's fake, see positionerFor), bounded
+// its admin API adm (or the connector's fake, see positionerFor), bounded
 // by cl's operation timeout, and has the partitions moved inside a batch
 // skip its start (see skipper).
 func position(ctx context.Context, cl topology.Cluster, adm *admin, c *cfg, ids []ID) error {
