@@ -33,7 +33,8 @@ import (
 // pulsar-client-go may still hand out messages it had queued from before
 // the reset. So StartAfter positions a cluster before its first
 // subscription, and SeekByID closes the cluster's subscription, moves the
-// cursors, and subscribes again.
+// cursors, and subscribes again. The fakes of package consumertest move
+// their own cursors, in place of the admin API (see positionerFor).
 
 // ParseID reads back the text of an ID (ID.String, MarshalText):
 // "cluster/partition/ledger:entry:batch", after "topic " when the ID has
@@ -116,10 +117,38 @@ func byCluster(ids []ID) (names []string, by map[string][]ID, err error) {
 	return names, by, nil
 }
 
+// positioner moves a subscription's cursors on one cluster: its admin
+// API (*admin), or a fake's Position (hook.go).
+type positioner interface {
+	partitions(ctx context.Context, topic string) (int, error)
+	resetAfter(ctx context.Context, topic, sub string, parts int, id pulsar.MessageID) error
+}
+
+// fakePositions is a connector of fakes that position their own
+// subscriptions (hook.go).
+type fakePositions interface {
+	positioner(cluster string) positioner // nil: none
+}
+
+// positionerFor returns what moves the subscription's cursors on the
+// named cluster, whose admin API is a (nil: none): the connector's fake
+// when it has one, else a; nil when neither exists (ErrNoAdmin).
+func (c *cfg) positionerFor(cluster string, a *admin) positioner {
+	if f, ok := c.connect.(fakePositions); ok {
+		if p := f.positioner(cluster); p != nil {
+			return p
+		}
+	}
+	if a == nil {
+		return nil // not a non-nil interface holding a nil *admin
+	}
+	return a
+}
+
 // partsFor returns how many partitions topic has on a's cluster (0: not
 // partitioned) after checking that every one of ids is a partition
 // there.
-func partsFor(ctx context.Context, a *admin, topic string, ids []ID) (int, error) {
+func partsFor(ctx context.Context, a positioner, topic string, ids []ID) (int, error) {
 	n, err := a.partitions(ctx, topic)
 	if err != nil {
 		return 0, err
@@ -135,7 +164,7 @@ func partsFor(ctx context.Context, a *admin, topic string, ids []ID) (int, error
 // moveAfter moves the subscription on the partition of each of ids just
 // after it, and returns those moved; the error names each partition not
 // moved.
-func moveAfter(ctx context.Context, a *admin, c *cfg, parts int, ids []ID) (moved []ID, err error) {
+func moveAfter(ctx context.Context, a positioner, c *cfg, parts int, ids []ID) (moved []ID, err error) {
 	var errs []error
 	for _, id := range ids {
 		if err := a.resetAfter(ctx, c.topic, c.subscription, parts, id.Pulsar); err != nil {
@@ -164,7 +193,7 @@ func (c *cfg) startAt(topo *topology.Topology) error {
 		switch {
 		case i < 0:
 			errs = append(errs, clusterErr(name, "start", ErrUnknownCluster))
-		case topo.Clusters[i].AdminURL == "":
+		case topo.Clusters[i].AdminURL == "" && c.positionerFor(name, nil) == nil:
 			errs = append(errs, clusterErr(name, "start", ErrNoAdmin))
 		}
 	}
@@ -189,6 +218,14 @@ type startConnector struct {
 	pending map[string][]ID // by cluster, until positioned
 }
 
+// positioner is inner's, so that a fake positions its clusters.
+func (s *startConnector) positioner(cluster string) positioner {
+	if f, ok := s.inner.(fakePositions); ok {
+		return f.positioner(cluster)
+	}
+	return nil
+}
+
 func (s *startConnector) connect(ctx context.Context, cl topology.Cluster, sc subConfig) (*link, error) {
 	s.mu.Lock()
 	ids, ok := s.pending[cl.Name]
@@ -205,9 +242,11 @@ func (s *startConnector) connect(ctx context.Context, cl topology.Cluster, sc su
 }
 
 // position moves the subscription on cl to just after each of ids over
-// its admin API a, bounded by cl's operation timeout, and has the
-// partitions moved inside a batch skip its start (see skipper).
-func position(ctx context.Context, cl topology.Cluster, a *admin, c *cfg, ids []ID) error {
+// its admin API adm (or the connector's fake, see positionerFor), bounded
+// by cl's operation timeout, and has the partitions moved inside a batch
+// skip its start (see skipper).
+func position(ctx context.Context, cl topology.Cluster, adm *admin, c *cfg, ids []ID) error {
+	a := c.positionerFor(cl.Name, adm)
 	if a == nil {
 		return ErrNoAdmin
 	}
@@ -439,7 +478,7 @@ func (c *Consumer) checkMoves(ctx context.Context, names []string, by map[string
 			continue
 		}
 		m := set.members[i]
-		switch a := m.admin(); {
+		switch a := c.cfg.positionerFor(name, m.admin()); {
 		case a == nil:
 			errs = append(errs, clusterErr(name, "seek", ErrNoAdmin))
 		case m.cur.Load() == nil:

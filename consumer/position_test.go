@@ -380,7 +380,7 @@ func TestStartAfterInsideABatchSkipsItsStart(t *testing.T) {
 // partition, the ID of the last message it processed (as text), and a
 // new Consumer resumes just after them. Compiled, not run: it needs real
 // clusters with admin URLs.
-func ExampleStartAfter() {
+func ExampleStartAfter_clusters() {
 	ctx := context.Background()
 	topo, err := topology.Load("topology.yaml")
 	if err != nil {

@@ -27,22 +27,41 @@ type subscription struct {
 	acked [][]bool            // by partition and entry; shorter than the log: not acked
 	count map[[2]int64]uint32 // redeliveries, by partition and entry
 	open  *stream             // the Consumer's stream, nil when none
+	// unset, by partition: its start is not set yet (the subscription
+	// was made by a reset of another partition); its first Consumer's
+	// initial position sets it, as a broker makes a partition's
+	// subscription when a consumer first subscribes there.
+	unset []bool
 }
 
-// newSubscription makes a subscription that starts at the first message
-// (earliest) or after the last one; cs.mu is held.
-func (c *Cluster) newSubscription(name string, earliest bool) *subscription {
-	s := &subscription{name: name, acked: make([][]bool, len(c.logs)), count: map[[2]int64]uint32{}}
-	if !earliest {
-		for p, log := range c.logs {
-			s.acked[p] = make([]bool, len(log))
-			for i := range s.acked[p] {
-				s.acked[p][i] = true
-			}
-		}
+// newSubscription makes a subscription whose partitions' start its first
+// Consumer sets (see start); cs.mu is held.
+func (c *Cluster) newSubscription(name string) *subscription {
+	s := &subscription{name: name, acked: make([][]bool, len(c.logs)), count: map[[2]int64]uint32{}, unset: make([]bool, len(c.logs))}
+	for p := range s.unset {
+		s.unset[p] = true
 	}
 	c.subs[name] = s
 	return s
+}
+
+// start sets the start of the partitions whose start is not set: the
+// first message (earliest) or after the last one; cs.mu is held.
+func (s *subscription) start(c *Cluster, earliest bool) {
+	for p, log := range c.logs {
+		if !s.unset[p] {
+			continue
+		}
+		s.unset[p] = false
+		if earliest {
+			s.acked[p] = nil
+			continue
+		}
+		s.acked[p] = make([]bool, len(log))
+		for i := range s.acked[p] {
+			s.acked[p][i] = true
+		}
+	}
 }
 
 func (s *subscription) isAcked(p int, e int64) bool {

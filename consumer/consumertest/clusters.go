@@ -61,7 +61,7 @@ func New(opts ...Option) *Clusters {
 // to Pulsar. Any number of Consumers may use cs, one after the other or at
 // once (one at a time per subscription and cluster).
 func (cs *Clusters) Opt() consumer.Opt {
-	return hook.Opt(cs.connect).(consumer.Opt)
+	return hook.Opt(cs.connect, positions{cs}).(consumer.Opt)
 }
 
 // Topology returns a valid topology of the named clusters, each of weight
@@ -99,7 +99,8 @@ func (cs *Clusters) clusterLocked(name string) *Cluster {
 }
 
 // Events returns what consumers did on every cluster (acknowledgements,
-// nacks, seeks, subscribing and closing), in the order they did it.
+// nacks, seeks, resets, subscribing and closing), in the order they did
+// it.
 func (cs *Clusters) Events() []Event {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -117,11 +118,15 @@ const (
 	OpNack          Op = "nack"
 	OpSeek          Op = "seek"
 	OpClose         Op = "close"
+	// OpReset is a subscription's cursor moved just after a message
+	// (consumer.StartAfter, Consumer.SeekByID), as the admin API's
+	// resetcursor moves a real one.
+	OpReset Op = "reset"
 )
 
 // Event is one thing a consumer did on a cluster. Partition and Entry
-// name the message for acknowledgements and nacks (-1 otherwise); Time is
-// a seek's time.
+// name the message for acknowledgements, nacks and resets (-1
+// otherwise); Time is a seek's time.
 type Event struct {
 	Op           Op
 	Cluster      string
@@ -133,7 +138,7 @@ type Event struct {
 
 func (e Event) String() string {
 	switch e.Op {
-	case OpAck, OpAckCumulative, OpNack:
+	case OpAck, OpAckCumulative, OpNack, OpReset:
 		return fmt.Sprintf("%s %s/%d:%d %s", e.Op, e.Cluster, e.Partition, e.Entry, e.Subscription)
 	case OpSeek:
 		return fmt.Sprintf("%s %s %s to %s", e.Op, e.Cluster, e.Subscription, e.Time.UTC().Format(time.RFC3339Nano))
@@ -157,11 +162,12 @@ func (cs *Clusters) connect(ctx context.Context, sub hook.Sub) (*hook.Conn, erro
 	}
 	s := c.subs[sub.Subscription]
 	if s == nil {
-		s = c.newSubscription(sub.Subscription, sub.Earliest)
+		s = c.newSubscription(sub.Subscription)
 	}
 	if s.open != nil {
 		return nil, fmt.Errorf("%w: %q on %q", ErrBusy, sub.Subscription, c.name)
 	}
+	s.start(c, sub.Earliest)
 	st := newStream(c, s, sub.Topic, max(sub.Queue, 1))
 	s.open = st
 	cs.record(Event{Op: OpSubscribe, Cluster: c.name, Subscription: s.name, Partition: -1, Entry: -1})

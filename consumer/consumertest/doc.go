@@ -8,8 +8,9 @@
 // topology as the fake of that name instead of connecting to Pulsar.
 // Topology makes a topology for it. Messages are fed per cluster and
 // partition with Cluster.Publish; the Consumer then reads them as it
-// reads real clusters (the merge, ordering, acknowledgements, seeking,
-// health), and the fake records what it did (Events):
+// reads real clusters (the merge, ordering, acknowledgements, seeking by
+// time, positions by ID, health), and the fake records what it did
+// (Events):
 //
 //	fake := consumertest.New(consumertest.Partitions(2))
 //	c, err := consumer.New(ctx, consumertest.Topology("east", "west"),
@@ -45,6 +46,21 @@
 // message of the partition up to the one named. SeekByTime marks every
 // message published before the time acknowledged and every later one not,
 // and drops what was queued.
+//
+// Positions (consumer.StartAfter, Consumer.SeekByID) need no AdminURL
+// on a fake cluster: the fake moves the subscription's cursor itself, on
+// the partition of each ID, just after it, as the admin API's
+// resetcursor does: the messages at or before it there count as
+// acknowledged, the later ones not, and the other partitions keep their
+// cursor. A position inside a batch is its entry's (the fake has no
+// batches). A reset makes the subscription when it does not exist (its
+// other partitions start at its first Consumer's InitialPosition), is
+// recorded as an OpReset Event ("reset east/0:3 billing"), and is
+// refused, moving nothing, for a message the cluster does not have
+// (ErrNoPosition; consumer.New and SeekByID refuse a partition it does
+// not have first, with consumer.ErrBadPosition) and under an open
+// Consumer of the subscription (ErrBusy). SeekByID's Events are the
+// subscription's close, its resets, and its new subscribe.
 //
 // A Consumer's Health reports each fake subscription's backlog (what
 // Cluster.Backlog says), as the admin API does for a real cluster; so does

@@ -2,11 +2,13 @@
 // of a Consumer without adding to package consumer's exported API: only
 // consumer and consumer/consumertest can import it.
 //
-// The flow: consumertest builds a Connect and hands it to Opt, which
-// package consumer sets in an init function; Opt returns a consumer.Opt
-// (as any: hook cannot import consumer), which consumertest hands to its
-// users. consumer.New then calls Connect once per cluster instead of
-// opening a pulsar-client-go client and subscribing.
+// The flow: consumertest builds a Connect and a Position and hands them to
+// Opt, which package consumer sets in an init function; Opt returns a
+// consumer.Opt (as any: hook cannot import consumer), which consumertest
+// hands to its users. consumer.New then calls Connect once per cluster
+// instead of opening a pulsar-client-go client and subscribing, and the
+// positions (consumer.StartAfter, Consumer.SeekByID) call the Position
+// instead of the cluster's admin API.
 package hook
 
 import (
@@ -58,7 +60,26 @@ type Conn struct {
 // Connect subscribes on one cluster.
 type Connect func(ctx context.Context, sub Sub) (*Conn, error)
 
-// Opt turns a Connect into a consumer.Opt that makes consumer.New
-// subscribe on every cluster with it. Package consumer sets it when it is
-// initialised.
-var Opt func(Connect) any
+// Position moves subscriptions on fake clusters where package consumer
+// moves them over a real cluster's admin API (consumer.StartAfter,
+// Consumer.SeekByID). Package consumer checks every position against
+// Partitions before it calls ResetAfter, and calls ResetAfter only while
+// no Stream of its own is open on that cluster's subscription.
+type Position interface {
+	// Partitions returns how many partitions topic has on cluster (0:
+	// not partitioned), as the admin API's partitioned-topic metadata
+	// does for a real one.
+	Partitions(ctx context.Context, cluster, topic string) (int, error)
+	// ResetAfter moves subscription on cluster and topic, on the
+	// partition of id, to just after id, as the broker's resetcursor
+	// with isExcluded does: the next message delivered from that
+	// partition is the one after id. It creates the subscription when it
+	// does not exist. An error leaves the cursor where it was.
+	ResetAfter(ctx context.Context, cluster, topic, subscription string, id pulsar.MessageID) error
+}
+
+// Opt turns a Connect, and a Position (nil: none, positions then need
+// the cluster's admin API), into a consumer.Opt that makes consumer.New
+// subscribe on every cluster with them. Package consumer sets it when it
+// is initialised.
+var Opt func(Connect, Position) any
