@@ -75,7 +75,8 @@
 // StartAfter starts a Consumer, and SeekByID moves a running one, just
 // after saved IDs, per cluster and partition: the cursors are moved over
 // each cluster's admin API (position.go), before the cluster subscribes
-// or while SeekByID has its subscription closed.
+// or while SeekByID has its subscription closed. The fakes of package
+// consumertest move their own cursors and need no admin API.
 //
 // # Concurrency
 //

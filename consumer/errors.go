@@ -53,16 +53,19 @@ var (
 	ErrUnknownTopic = errors.New("consumer: the ID's Topic is not one of the Consumer's Topics")
 	// ErrNoAdmin is returned by SeekByID and New (StartAfter), in a
 	// *ClusterError, for a position on a cluster whose topology entry
-	// has no AdminURL: positions are set over the admin API. Give the
-	// cluster its admin URL; nothing was moved.
+	// has no AdminURL: positions are set over the admin API (a
+	// consumertest fake needs none). Give the cluster its admin URL;
+	// nothing was moved.
 	ErrNoAdmin = errors.New("consumer: the cluster has no admin URL (positions are set over the admin API)")
 	// ErrBadPosition is returned by SeekByID, New (StartAfter) and
 	// ParseID for an ID that is not a position of the topic: no Pulsar
 	// message ID, a Partition that differs from the Pulsar ID's, two IDs
 	// for one partition, a partition the topic does not have on that
 	// cluster (in a *ClusterError), or a text that does not parse. A bug
-	// in the caller or a saved position of another topic; nothing was
-	// moved.
+	// in the caller or a saved position of another topic. SeekByID moved
+	// nothing; New, which positions each cluster as it subscribes, may
+	// have moved the cursors of the clusters it positioned before it met
+	// the bad one.
 	ErrBadPosition = errors.New("consumer: not a position of the topic")
 	// ErrCumulativeAck is returned by AckCumulative and AckIDCumulative on
 	// a Shared or KeyShared subscription, where Pulsar allows no

@@ -583,7 +583,8 @@ func Retry(p RetryPolicy) Opt { return optFunc(func(c *cfg) { c.retry = &p }) }
 //
 // Each cluster is positioned once, before its first subscription (at
 // New, or when it joins later), over its admin API: every ID's cluster
-// must be in the topology and have an AdminURL, and its partition must be
+// must be in the topology and have an AdminURL (a consumertest fake needs
+// none: it moves its own cursors), and its partition must be
 // one the topic has there; New fails otherwise, naming the cluster and
 // partition (ErrUnknownCluster, ErrNoAdmin, ErrBadPosition). The
 // subscription is created there when it does not exist. Any other
