@@ -177,6 +177,14 @@ func (c *Consumer) join(m *member, cl topology.Cluster, l *link) error {
 	return nil
 }
 
+// joined reports whether m's subscription is open and published to the
+// takes: only then does a take read it, and find it as an origin's
+// cluster (hold.go).
+func (c *Consumer) joined(m *member) bool {
+	k := m.cur.Load()
+	return k != nil && c.set.Load().byName[m.name] == k
+}
+
 // publish stores the set of members (in order), whose read set is the
 // open subscription of each, and wakes the takes waiting on the old one.
 // setMu is held.
@@ -241,7 +249,7 @@ func (c *Consumer) awaitJoins(ctx context.Context, ms []*member, all bool) error
 		joined := 0
 		for _, m := range ms {
 			switch err := m.lastErr(); {
-			case m.cur.Load() != nil:
+			case c.joined(m):
 				joined++
 			case unanswered(err):
 				waiting = append(waiting, c.connectError(m, err))
@@ -271,7 +279,7 @@ func (c *Consumer) awaitJoins(ctx context.Context, ms []*member, all bool) error
 			late = true
 		case <-ctx.Done():
 			for _, m := range ms {
-				if m.cur.Load() == nil && unanswered(m.lastErr()) {
+				if !c.joined(m) && unanswered(m.lastErr()) {
 					failed = append(failed, c.connectError(m, ctx.Err()))
 				}
 			}
