@@ -310,9 +310,26 @@ var _ = Describe("consume, transform and produce in one transaction, processor k
 		Expect(chk.Close(ctx)).To(Succeed())
 
 		// Read the output whole; the broker says which transaction each
-		// output's is, committed or aborted.
-		got, err := consume.All(ctx, bed.Clusters(), out, "check", n, 2*time.Second)
-		Expect(err).NotTo(HaveOccurred())
+		// output's is, committed or aborted. The outputs of aborted
+		// transactions are delivered too (apache/pulsar-client-go#1498), so
+		// a count of n says nothing: the read goes on until every input has
+		// an output, or up to shortly before the spec's deadline, so that a
+		// missing output is reported below as such.
+		rctx, rcancel := context.WithDeadline(ctx, deadlineOf(ctx).Add(-30*time.Second))
+		defer rcancel()
+		got, err := consume.Until(rctx, bed.Clusters(), out, "check", func(got []consume.Received) bool {
+			inputs := map[string]bool{}
+			for _, m := range got {
+				v, _, _ := strings.Cut(strings.TrimPrefix(m.Payload, "out:"), "|")
+				inputs[v] = true
+			}
+			return len(inputs) >= n
+		}, 2*time.Second)
+		if err != nil && ctx.Err() == nil {
+			GinkgoWriter.Printf("read of the outputs stopped by its deadline with %d read\n", len(got))
+		} else {
+			Expect(err).NotTo(HaveOccurred())
+		}
 		admins := map[string]string{}
 		for _, c := range bed.Clusters() {
 			admins[c.Name] = c.AdminURL

@@ -34,15 +34,24 @@ type Received struct {
 // are seen too; or until ctx ends. The messages of one cluster keep their
 // arrival order in the result.
 func All(ctx context.Context, clusters []*testbed.Cluster, topic, sub string, want int, quiet time.Duration) ([]Received, error) {
+	return Until(ctx, clusters, topic, sub, func(got []Received) bool { return len(got) >= want }, quiet)
+}
+
+// Until is All with the end told by enough instead of a count: each
+// cluster's reader stops once enough holds for everything read so far and
+// nothing more came for quiet. It suits topics that hold messages beyond
+// those counted, such as the outputs of aborted transactions that
+// pulsar-client-go still delivers (apache/pulsar-client-go#1498).
+func Until(ctx context.Context, clusters []*testbed.Cluster, topic, sub string, enough func([]Received) bool, quiet time.Duration) ([]Received, error) {
 	var (
 		mu  sync.Mutex
 		out []Received
 		wg  sync.WaitGroup
 	)
-	count := func() int {
+	done := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(out)
+		return enough(out)
 	}
 	for _, c := range clusters {
 		client, err := pulsar.NewClient(pulsar.ClientOptions{URL: c.ServiceURL, Logger: plog.DefaultNopLogger()})
@@ -71,10 +80,10 @@ func All(ctx context.Context, clusters []*testbed.Cluster, topic, sub string, wa
 				m, err := cons.Receive(rctx)
 				cancel()
 				if err != nil {
-					if ctx.Err() != nil || count() >= want {
+					if ctx.Err() != nil || done() {
 						return
 					}
-					continue // still short of want: keep waiting
+					continue // not enough yet: keep waiting
 				}
 				cons.AckID(m.ID())
 				mu.Lock()
