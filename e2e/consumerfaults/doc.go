@@ -4,8 +4,9 @@
 // the merged stream while one cluster is killed (SIGKILL) and restarted.
 //
 // It checks that the consumer keeps taking the other four clusters'
-// messages at the rate it took them before the kill (delivery rates per
-// cluster, from each message's ID, over two equal windows), that Health
+// messages at the rate the producer writes them while the fifth is dead
+// (delivery rates per cluster, from each message's ID, beside the
+// producer's acknowledgements in the same window), that Health
 // reports the killed cluster not connected within a bound derived from
 // ProbeInterval and the operation timeout, that after the restart every
 // message the producer had acknowledged arrives (those written before the

@@ -23,7 +23,7 @@ const (
 	warmUp         = 4 * time.Second
 	// window is each measuring window, before the kill and during the
 	// outage: long enough that a second's hiccup of a shared 2-core
-	// machine running five JVMs moves the ratio by a few percent only.
+	// machine running five JVMs moves a rate by a few percent only.
 	window = 8 * time.Second
 	after  = 4 * time.Second // load after the victim is written to again
 	// opTimeout is every cluster client's OperationTimeout (topology
@@ -43,7 +43,7 @@ const (
 )
 
 var _ = Describe("the consumer while one of five clusters is killed", func() {
-	It("keeps taking the other four at their rate, reports the dead one, and after its restart gets everything acknowledged, in key order", func(sctx SpecContext) {
+	It("keeps taking the other four at the rate they are written, reports the dead one, and after its restart gets everything acknowledged, in key order", func(sctx SpecContext) {
 		ctx, cancel := context.WithTimeout(sctx, 8*time.Minute)
 		defer cancel()
 		victim := bed.Clusters()[2]
@@ -187,9 +187,12 @@ var _ = Describe("the consumer while one of five clusters is killed", func() {
 			before, during, pBefore, pDuring = before+rb, during+rd, pBefore+pb, pDuring+pd
 			GinkgoWriter.Printf("  %s: consumer took %.0f msg/s before, %.0f during (%.3f); producer acknowledged %.0f, %.0f\n", n, rb, rd, rd/rb, pb, pd)
 		}
-		ratio := during / before
-		GinkgoWriter.Printf("the four healthy clusters: consumer %.0f msg/s before, %.0f during the outage: ratio %.3f (producer %.3f)\n",
-			before, during, ratio, pDuring/pBefore)
+		// The consumer is held to what was written to the four during the
+		// outage: a producer slowed by a busy machine offers less, and the
+		// consumer cannot take more than it is offered.
+		kept := during / pDuring
+		GinkgoWriter.Printf("the four healthy clusters: consumer %.0f msg/s before, %.0f during the outage (%.3f); producer %.0f, %.0f (%.3f); the consumer took %.3f of what was written during it\n",
+			before, during, during/before, pBefore, pDuring, pDuring/pBefore, kept)
 
 		slowest := tr.slowestAck(victim.Name, b0, killBegan)
 		f := fault{victim: victim.Name, killBegan: killBegan, restartBegan: restartBegan,
@@ -207,7 +210,7 @@ var _ = Describe("the consumer while one of five clusters is killed", func() {
 
 		Expect(detect).To(BeNumerically("<=", detectBound), "%s not connected within %s of the kill", victim.Name, detectBound)
 		Expect(up).To(BeZero(), "%s stays not connected while it is dead", victim.Name)
-		Expect(ratio).To(BeNumerically(">=", 0.9), "the consumer takes the four healthy clusters at their rate while %s is dead", victim.Name)
+		Expect(kept).To(BeNumerically(">=", 0.9), "the consumer takes the four healthy clusters at the rate they are written while %s is dead", victim.Name)
 		Expect(res.victimBefore).To(BeNumerically(">", 0))
 		Expect(res.victimAfter).To(BeNumerically(">", 0))
 		Expect(res.dups[writtenTwice]).To(BeZero())
