@@ -217,8 +217,8 @@ func newInflight(f *inflight) *inflight {
 //
 // It keeps part, which outlives every message: the partition's own
 // inflights go back to it, and onAck and own, made once with f. The
-// fields most messages leave unset are stored only when set, as each
-// pointer store costs a write barrier while the GC marks (see toPulsar).
+// fields most messages leave unset are stored only when set (storeIfNew):
+// f is in this goroutine's cache here, so the loads cost little.
 func (f *inflight) clear() {
 	f.pm.Payload, f.pm.Key = nil, ""
 	f.ctx, f.msg, f.cb, f.id = nil, nil, nil, nil

@@ -331,8 +331,7 @@ func (p *Producer) placeMarkerLocked(ho *handover) {
 	pt := ho.from
 	f := pt.takeLocked()
 	f.ctx, f.msg, f.cb, f.cost, f.accepted, f.userCB = context.Background(), ho.msg, ho.onMarker, 0, false, false
-	storeIfNew(&f.part, pt)
-	storeIfNew(&f.ev, nil)
+	f.part, f.ev = pt, nil
 	toPulsar(&f.pm, ho.msg, ho.props)
 	pt.placeLocked(f, pending)
 	pt.handed.Add(1)

@@ -153,8 +153,7 @@ func (p *Producer) put(ctx context.Context, op Op, msg *Message, cb Callback, pt
 	}
 	f.ctx, f.msg, f.cb, f.cost, f.accepted = ctx, msg, cb, n, true
 	f.userCB = op == OpSendAsync && cb != nil
-	storeIfNew(&f.part, pt) // unchanged for a partition's own (see clear)
-	storeIfNew(&f.ev, ev)
+	f.part, f.ev = pt, ev
 	toPulsar(&f.pm, msg, props)
 	if cb != nil {
 		pt.placeLocked(f, pending)

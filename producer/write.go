@@ -77,11 +77,9 @@ type connector interface {
 // pulsar-client-go sends a nil Payload as a null value (a tombstone).
 var emptyPayload = []byte{}
 
-// toPulsar sets pm's fields to m's. pm is usually an inflight's, cleared
-// since its last message, whose rarely used fields are still unset: as a
-// pointer store costs a GC write barrier while the GC marks (under load,
-// a good part of the time), those are stored only when they differ, and
-// pm ends the same either way.
+// toPulsar sets pm's fields to m's. pm is usually a reused inflight's:
+// every field that a message sets is stored, set or not, so that nothing
+// of the inflight's last message is left.
 func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) {
 	pm.Key = m.Key
 	pm.Payload = m.Value
@@ -90,27 +88,19 @@ func toPulsar(pm *pulsar.ProducerMessage, m *Message, props map[string]string) {
 	}
 	pm.DeliverAfter = m.DeliverAfter
 	pm.DisableReplication = m.DisableReplication
-	if props != nil || pm.Properties != nil {
-		pm.Properties = props
-	}
-	if m.ReplicationClusters != nil || pm.ReplicationClusters != nil {
-		pm.ReplicationClusters = m.ReplicationClusters
-	}
-	// == on a time.Time compares its location pointer too: equal, the
-	// store would change no bit.
-	if pm.EventTime != m.EventTime {
-		pm.EventTime = m.EventTime
-	}
-	if pm.DeliverAt != m.DeliverAt {
-		pm.DeliverAt = m.DeliverAt
-	}
-	storeIfNew(&pm.OrderingKey, m.OrderingKey)
-	storeIfNew(&pm.SequenceID, m.SequenceID)
+	pm.Properties = props
+	pm.ReplicationClusters = m.ReplicationClusters
+	pm.EventTime = m.EventTime
+	pm.DeliverAt = m.DeliverAt
+	pm.OrderingKey = m.OrderingKey
+	pm.SequenceID = m.SequenceID
 }
 
 // storeIfNew sets *p to v unless it already holds it, so that an unchanged
-// pointer field costs no write barrier (see toPulsar). T must not be an
-// interface type whose dynamic values may be uncomparable.
+// pointer field costs no write barrier while the GC marks (each pointer
+// store does then). It suits a field that the goroutine has in its cache
+// already: on a field it has not, the load it adds waits for memory. T
+// must not be an interface type whose dynamic values may be uncomparable.
 func storeIfNew[T comparable](p *T, v T) {
 	if *p != v {
 		*p = v

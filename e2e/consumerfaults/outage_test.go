@@ -210,6 +210,7 @@ var _ = Describe("the consumer while one of five clusters is killed", func() {
 
 		Expect(detect).To(BeNumerically("<=", detectBound), "%s not connected within %s of the kill", victim.Name, detectBound)
 		Expect(up).To(BeZero(), "%s stays not connected while it is dead", victim.Name)
+		Expect(pDuring).To(BeNumerically(">", 0), "the producer wrote to the four healthy clusters while %s was dead", victim.Name)
 		Expect(kept).To(BeNumerically(">=", 0.9), "the consumer takes the four healthy clusters at the rate they are written while %s is dead", victim.Name)
 		Expect(res.victimBefore).To(BeNumerically(">", 0))
 		Expect(res.victimAfter).To(BeNumerically(">", 0))
