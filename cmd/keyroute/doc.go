@@ -39,7 +39,8 @@
 // cluster names and weights, then the partition among the topic's
 // partitions on that cluster): with -topic the partition counts come from
 // each cluster's admin API, with -partitions from the flag (no cluster is
-// asked).
+// asked). The empty key has no place: the producer spreads keyless
+// messages over every cluster and partition, and placement says so.
 //
 // health checks, for each cluster, the service URL (a lookup of the topic,
 // as the consumer probes) and the admin URL (the topic's partitions, and

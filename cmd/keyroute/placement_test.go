@@ -77,7 +77,7 @@ func TestPlacementKnownAnswers(t *testing.T) {
 		require.Equal(t, exitOK, out.code, out.stderr)
 		var got []placed
 		require.NoError(t, json.Unmarshal([]byte(out.stdout), &got))
-		require.Equal(t, []placed{{Key: string(key), Cluster: kv.Cluster, Partition: kv.Partition}}, got,
+		require.Equal(t, []placed{{Key: string(key), Cluster: kv.Cluster, Partition: &kv.Partition}}, got,
 			"set %s key %x partitions %d", kv.Set, key, kv.Partitions)
 	}
 }
@@ -99,7 +99,7 @@ func TestPlacementFromTheClustersPartitions(t *testing.T) {
 	seen := map[string]bool{}
 	for i, g := range got {
 		ci, pi := p.place(keys[i])
-		want := placed{Key: keys[i], Cluster: p.names[ci], Partition: pi, Topic: testTopic}
+		want := placed{Key: keys[i], Cluster: p.names[ci], Partition: &pi, Topic: testTopic}
 		if ci == 0 {
 			want.Topic = testTopic + "-partition-" + strconv.Itoa(pi)
 		}
@@ -123,5 +123,25 @@ func TestPlacementTextOutput(t *testing.T) {
 	out := runCmd(t, nil, "placement", "-topology", path, "-partitions", "5", "a")
 	require.Equal(t, exitOK, out.code, out.stderr)
 	// The first vector of five-equal: "a" -> ams, partition 3 of 5.
+	assert.Regexp(t, `(?m)^"a"\s+ams\s+3\s*$`, out.stdout)
+}
+
+// The empty key has no place: the producer spreads keyless messages, so
+// placement says so instead of printing the cluster and partition a hash
+// of "" would give; the other keys are placed as usual.
+func TestPlacementOfTheEmptyKeySaysItIsSpread(t *testing.T) {
+	v := loadVectors(t)
+	path := vectorTopology(t, v, "five-equal")
+	out := runCmd(t, nil, "placement", "-topology", path, "-partitions", "5", "-json", "--", "", "a")
+	require.Equal(t, exitOK, out.code, out.stderr)
+	var got []placed
+	require.NoError(t, json.Unmarshal([]byte(out.stdout), &got))
+	three := 3
+	assert.Equal(t, []placed{{Key: "", Keyless: true}, {Key: "a", Cluster: "ams", Partition: &three}}, got)
+	assert.JSONEq(t, `[{"key":"","keyless":true},{"key":"a","cluster":"ams","partition":3}]`, out.stdout)
+
+	out = runCmd(t, nil, "placement", "-topology", path, "-partitions", "5", "--", "", "a")
+	require.Equal(t, exitOK, out.code, out.stderr)
+	assert.Regexp(t, `(?m)^""\s+keyless: spread over every cluster and partition, not hashed\s*$`, out.stdout)
 	assert.Regexp(t, `(?m)^"a"\s+ams\s+3\s*$`, out.stdout)
 }
