@@ -2,6 +2,7 @@ package producer_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyroute/keyroute/producer"
+	"github.com/keyroute/keyroute/producer/producertest"
 	"github.com/keyroute/keyroute/router"
 )
 
@@ -180,5 +182,50 @@ func TestGrowthMovesOnlyNewPartitionKeys(t *testing.T) {
 			from = append(from, o.String())
 		}
 		assert.Contains(t, from, originOf(ms[before[k].partition][0]), k)
+	}
+}
+
+// TestMovesBetweenPartitionCounts drains a cluster into one with another
+// partition count, in both directions (3 -> 7 and 7 -> 3): every moved
+// key's message is tagged with its own old partition's marker, which
+// origin.concerns must find from jump hashing's rule (a key on partition
+// p of m lands on q of n only if p == q, q >= m or p >= n).
+func TestMovesBetweenPartitionCounts(t *testing.T) {
+	for _, tc := range []struct{ c1, c2 int }{{7, 3}, {3, 7}} {
+		t.Run(fmt.Sprintf("%d->%d", tc.c2, tc.c1), func(t *testing.T) {
+			fake := producertest.New(producertest.Partitions(tc.c1, "c1"), producertest.Partitions(tc.c2, "c2"))
+			p := newProducer(t, fake, 2)
+			keys := keyList(400)
+			before := placements(p, keys)
+			old := holdAll(t, fake, p)
+			round1 := sendAll(p, keys, "1")
+			require.NoError(t, p.Update(context.Background(), topo(1)))
+			after := placements(p, keys)
+			round2 := sendAll(p, keys, "2")
+			releaseAll(fake, old)
+			require.NoError(t, p.Flush(context.Background()))
+			for _, round := range []func() map[string]error{round1, round2} {
+				for k, err := range round() {
+					require.NoError(t, err, k)
+				}
+			}
+			ms := markers(fake, "c2")
+			require.Len(t, ms, tc.c2)
+			moved := 0
+			for _, k := range keys {
+				if before[k].cluster != "c2" {
+					continue
+				}
+				moved++
+				got := byValue(fake, "c1", k, "2")
+				require.Len(t, got, 1, k)
+				var from []string
+				for _, o := range tagOf(t, got[0]).From {
+					from = append(from, o.String())
+				}
+				assert.Contains(t, from, originOf(ms[before[k].partition][0]), "%s: c2/%d -> c1/%d", k, before[k].partition, after[k].partition)
+			}
+			require.NotZero(t, moved)
+		})
 	}
 }
