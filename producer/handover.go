@@ -99,11 +99,11 @@ type slotMove struct {
 	toN   int      // a partition change's new count; 0 for a cluster change
 	to    *cluster // the new owner; its partitions are where the slot's messages go
 
-	// settled has bit q set once every hand-over of from has released
-	// and partition q of to (q < 64) has acknowledged a message tagged
-	// with every origin: the slot's messages to q then owe nothing, and
-	// take the plain path (see owes).
-	settled atomic.Uint64
+	// settled holds q once every hand-over of from has released and
+	// partition q of to has acknowledged a message tagged with every
+	// origin: the slot's messages to q then owe nothing, and take the
+	// plain path (see owes).
+	settled partSet
 	from    []*handover // by old partition; nil when the old owner owes nothing
 
 	mu      sync.Mutex // guards the fields below
@@ -259,7 +259,7 @@ func (sm *slotMove) onTagged(pt *partition, upTo int, cb Callback) Callback {
 // (so no origin is added any more) and no origin concerning pt is left
 // unacknowledged there.
 func (sm *slotMove) settle(pt *partition) {
-	if pt.c != sm.to || pt.idx < 0 || pt.idx >= 64 || !sm.released() {
+	if pt.c != sm.to || pt.idx < 0 || !sm.released() {
 		return
 	}
 	sm.mu.Lock()
@@ -270,15 +270,31 @@ func (sm *slotMove) settle(pt *partition) {
 		}
 	}
 	sm.mu.Unlock()
-	bit := uint64(1) << pt.idx
-	for v := sm.settled.Load(); v&bit == 0 && !sm.settled.CompareAndSwap(v, v|bit); v = sm.settled.Load() {
-	}
+	sm.settled.add(pt.idx)
 }
 
 // owes reports whether the slot's messages to pt may still be held or
 // tagged (see settled).
 func (sm *slotMove) owes(pt *partition) bool {
-	return pt.c != sm.to || pt.idx < 0 || pt.idx >= 64 || sm.settled.Load()&(1<<pt.idx) == 0
+	return pt.c != sm.to || pt.idx < 0 || !sm.settled.has(pt.idx)
+}
+
+// partSet is a set of partition indexes, one bit each, safe for
+// concurrent use.
+type partSet []atomic.Uint64
+
+// newPartSet returns an empty set of indexes below n.
+func newPartSet(n int) partSet { return make(partSet, (n+63)/64) }
+
+func (s partSet) has(q int) bool { return s[q/64].Load()&(1<<(q%64)) != 0 }
+
+func (s partSet) add(q int) { s[q/64].Or(1 << (q % 64)) }
+
+// fill adds every index.
+func (s partSet) fill() {
+	for i := range s {
+		s[i].Store(^uint64(0))
+	}
 }
 
 // released reports whether every hand-over the slot's keys owe to has

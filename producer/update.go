@@ -355,7 +355,7 @@ func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 		if from == to { // a cluster reconnected (or grown) is a new *cluster
 			continue
 		}
-		sm := &slotMove{epoch: next.epoch, to: to}
+		sm := &slotMove{epoch: next.epoch, to: to, settled: newPartSet(len(to.parts))}
 		if prev := moves[s]; prev != nil {
 			var src []int
 			sm.origins, src = carried(prev)
@@ -382,7 +382,7 @@ func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 			sm.from, sm.fromN = hos[from], len(from.parts)
 			ch.slotsFrom[from] = append(ch.slotsFrom[from], sm)
 		} else if len(sm.origins) == 0 {
-			sm.settled.Store(^uint64(0)) // it owes nothing anywhere
+			sm.settled.fill() // it owes nothing anywhere
 		}
 		moves[s] = sm
 	}
@@ -458,8 +458,8 @@ func (sm *slotMove) keepAcked(prev *slotMove, src []int) {
 		}
 		// The successor's partition pt.idx writes on pt's topic.
 		sm.acked[sm.to.parts[pt.idx]] = k
-		if k == len(sm.origins) && pt.idx < 64 {
-			sm.settled.Store(sm.settled.Load() | 1<<pt.idx)
+		if k == len(sm.origins) {
+			sm.settled.add(pt.idx)
 		}
 	}
 }
@@ -468,8 +468,8 @@ func (sm *slotMove) keepAcked(prev *slotMove, src []int) {
 // a partition change whose slot carries no origin: a key that stays owes
 // nothing.
 func (sm *slotMove) settleOld(fromN int) {
-	for q := range min(fromN, 64) {
-		sm.settled.Store(sm.settled.Load() | 1<<q)
+	for q := range fromN {
+		sm.settled.add(q)
 	}
 }
 
