@@ -255,6 +255,7 @@ func Open(cl topology.Cluster, transactions bool, memoryLimit int64, logger *slo
 
 // clientOptions are the pulsar-client-go options Open makes a client with.
 func clientOptions(cl topology.Cluster, transactions bool, memoryLimit int64, logger *slog.Logger, configure func(string, *pulsar.ClientOptions)) (pulsar.ClientOptions, error) {
+	warnPulsarVersion(logger)
 	o, err := cl.ClientOptions()
 	if err != nil {
 		return o, err
