@@ -93,7 +93,7 @@ func NewClients(topo *topology.Topology, opts ...Opt) (*Clients, error) {
 	}
 	cs.topo, cs.entries, cs.index = topo, entries, indexOf(entries)
 	if err := cs.start(context.Background(), entries); err != nil {
-		_ = cs.Close()
+		_ = cs.Close(context.Background())
 		return nil, err
 	}
 	return cs, nil
@@ -255,6 +255,7 @@ func Open(cl topology.Cluster, transactions bool, memoryLimit int64, logger *slo
 
 // clientOptions are the pulsar-client-go options Open makes a client with.
 func clientOptions(cl topology.Cluster, transactions bool, memoryLimit int64, logger *slog.Logger, configure func(string, *pulsar.ClientOptions)) (pulsar.ClientOptions, error) {
+	warnPulsarVersion(logger)
 	o, err := cl.ClientOptions()
 	if err != nil {
 		return o, err
@@ -390,9 +391,9 @@ type User struct {
 	// Name names the user in Clients.Update's errors, e.g. `producer
 	// "orders"`.
 	Name string
-	// Close closes the user; Clients.Close calls it if the user is still
-	// attached.
-	Close func()
+	// Close closes the user within ctx; Clients.Close calls it if the
+	// user is still attached.
+	Close func(ctx context.Context) error
 	// Update applies a new topology; Clients.Update calls it. Nil: the
 	// user does not follow changes, and Clients.Update fails while it is
 	// attached.
@@ -400,11 +401,6 @@ type User struct {
 	// Reader users (consumers) take added clusters before the others
 	// apply a change, and drop removed ones after (see Clients.Update).
 	Reader bool
-}
-
-// Attach is AttachUser(User{Close: closeFn}).
-func (cs *Clients) Attach(closeFn func()) (detach func(), err error) {
-	return cs.AttachUser(User{Close: closeFn})
 }
 
 // AttachUser registers a producer or consumer made from the Clients: Close
@@ -661,10 +657,14 @@ func (cs *Clients) drop(entries []*entry) {
 	}
 }
 
-// Close closes every producer and consumer still attached (in parallel),
-// then every client. It is safe to call more than once; later calls
-// return nil at once.
-func (cs *Clients) Close() error {
+// Close closes every producer and consumer still attached (in parallel,
+// each within ctx), then every client, and waits for the clients still
+// being made (see NewClients). ctx bounds the whole call: when it ends
+// first, Close returns the users' errors and one that matches ctx.Err(),
+// and what is left finishes closing in the background; the Clients are
+// closed for every call after it began either way. It is safe to call
+// more than once; later calls return nil at once.
+func (cs *Clients) Close(ctx context.Context) error {
 	cs.mu.Lock()
 	if cs.closed {
 		cs.mu.Unlock()
@@ -684,20 +684,30 @@ func (cs *Clients) Close() error {
 		clients = append(clients, e.client)
 	}
 	cs.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, u := range users {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			u.Close()
-		}()
-	}
-	wg.Wait()
-	for _, c := range clients {
-		if c != nil {
-			c.Close()
+	errs := make([]error, len(users))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for i, u := range users {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = u.Close(ctx)
+			}()
 		}
+		wg.Wait()
+		for _, c := range clients {
+			if c != nil {
+				c.Close()
+			}
+		}
+		cs.bg.Wait() // a client still being made closes itself when it is
+	}()
+	select {
+	case <-done:
+		return errors.Join(errs...)
+	case <-ctx.Done():
+		return fmt.Errorf("keyroute: close: %w", ctx.Err())
 	}
-	cs.bg.Wait() // a client still being made closes itself when it is
-	return nil
 }

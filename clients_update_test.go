@@ -44,7 +44,7 @@ func TestClientsUpdateAddsRemovesAndReplacesClients(t *testing.T) {
 	closed := retiredCloses(t)
 	cs, err := keyroute.NewClients(topo(3))
 	require.NoError(t, err)
-	defer cs.Close()
+	defer cs.Close(context.Background())
 	c1, c2, c3 := client(t, cs, "c1"), client(t, cs, "c2"), client(t, cs, "c3")
 
 	next := topo(4)
@@ -66,11 +66,11 @@ func TestClientsUpdateAddsRemovesAndReplacesClients(t *testing.T) {
 func TestClientsUpdateAddsForConsumersFirstAndRemovesForThemLast(t *testing.T) {
 	cs, err := keyroute.NewClients(topo(3))
 	require.NoError(t, err)
-	defer cs.Close()
+	defer cs.Close(context.Background())
 	var mu sync.Mutex
 	var steps []string
 	attach := func(name string, reader bool) {
-		_, err := cs.AttachUser(keyroute.User{Close: func() {}, Reader: reader,
+		_, err := cs.AttachUser(keyroute.User{Close: func(context.Context) error { return nil }, Reader: reader,
 			Update: func(_ context.Context, got *topology.Topology) error {
 				var names []string
 				for _, c := range got.Clusters {
@@ -98,11 +98,11 @@ func TestClientsUpdateAddsForConsumersFirstAndRemovesForThemLast(t *testing.T) {
 func TestClientsUpdateAppliesToConsumersBeforeProducers(t *testing.T) {
 	cs, err := keyroute.NewClients(topo(2))
 	require.NoError(t, err)
-	defer cs.Close()
+	defer cs.Close(context.Background())
 	var mu sync.Mutex
 	var order []string
 	attach := func(name string, reader bool) {
-		_, err := cs.AttachUser(keyroute.User{Close: func() {}, Reader: reader,
+		_, err := cs.AttachUser(keyroute.User{Close: func(context.Context) error { return nil }, Reader: reader,
 			Update: func(_ context.Context, got *topology.Topology) error {
 				// Each sees the Clients already on the new topology.
 				if err := cs.Check(got); err != nil {
@@ -132,7 +132,7 @@ func TestClientsUpdateRefusesWhatItCannotApply(t *testing.T) {
 	closed := retiredCloses(t)
 	cs, err := keyroute.NewClients(topo(2))
 	require.NoError(t, err)
-	defer cs.Close()
+	defer cs.Close(context.Background())
 	before := cs.Topology()
 
 	bad := topo(2)
@@ -142,7 +142,7 @@ func TestClientsUpdateRefusesWhatItCannotApply(t *testing.T) {
 	assert.ErrorContains(t, err, "c2")
 	assert.ErrorIs(t, cs.Update(context.Background(), nil), keyroute.ErrBadTopology)
 
-	detach, err := cs.Attach(func() {})
+	detach, err := cs.AttachUser(keyroute.User{Close: func(context.Context) error { return nil }})
 	require.NoError(t, err)
 	assert.ErrorIs(t, cs.Update(context.Background(), topo(3)), keyroute.ErrCannotFollow,
 		"a user attached without Update cannot follow")
@@ -158,7 +158,7 @@ func TestClientsUpdateKeepsAcquiredClientsUntilReleased(t *testing.T) {
 	closed := retiredCloses(t)
 	cs, err := keyroute.NewClients(topo(2))
 	require.NoError(t, err)
-	defer cs.Close()
+	defer cs.Close(context.Background())
 	c2, release, err := cs.Acquire("c2")
 	require.NoError(t, err)
 	require.NoError(t, cs.Update(context.Background(), topo(1)))
@@ -173,12 +173,12 @@ func TestClientsUpdateReportsAUserThatFails(t *testing.T) {
 	cs, err := keyroute.NewClients(topo(2))
 	require.NoError(t, err)
 	failed := errors.New("cannot reach the new cluster")
-	_, err = cs.AttachUser(keyroute.User{Close: func() {}, Update: func(context.Context, *topology.Topology) error { return failed }})
+	_, err = cs.AttachUser(keyroute.User{Close: func(context.Context) error { return nil }, Update: func(context.Context, *topology.Topology) error { return failed }})
 	require.NoError(t, err)
 	err = cs.Update(context.Background(), topo(1))
 	assert.ErrorIs(t, err, failed)
 	assert.Empty(t, closed(), "a user that failed may still use the drained cluster's client")
-	require.NoError(t, cs.Close(), "Close closes it")
+	require.NoError(t, cs.Close(context.Background()), "Close closes it")
 }
 
 // With transactions a new cluster's client is a round trip, as at
@@ -191,7 +191,7 @@ func TestClientsUpdateHonoursItsContext(t *testing.T) {
 	first.Clusters[0].Client = quick
 	cs, err := keyroute.NewClients(first, keyroute.Transactions(true), keyroute.StartTimeout(time.Hour), short)
 	require.NoError(t, err, "nothing listens at c1's address: refused, it is made in the background")
-	defer cs.Close()
+	defer cs.Close(context.Background())
 	next := topo(1)
 	next.Clusters[0].Client = quick
 	next.Clusters = append(next.Clusters, topology.Cluster{Name: "silent", ServiceURL: blackHole(t), Weight: 1, Client: quick})
@@ -214,7 +214,7 @@ type recorder struct {
 
 func (r *recorder) attach(name string, reader bool, fail func(*topology.Topology) error) {
 	r.t.Helper()
-	_, err := r.cs.AttachUser(keyroute.User{Name: name, Close: func() {}, Reader: reader,
+	_, err := r.cs.AttachUser(keyroute.User{Name: name, Close: func(context.Context) error { return nil }, Reader: reader,
 		Update: func(_ context.Context, got *topology.Topology) error {
 			var names []string
 			for _, c := range got.Clusters {
@@ -252,7 +252,7 @@ func TestClientsUpdateReconnectsAClusterWhoseSettingsChanged(t *testing.T) {
 			closed := retiredCloses(t)
 			cs, err := keyroute.NewClients(topo(2))
 			require.NoError(t, err)
-			defer cs.Close()
+			defer cs.Close(context.Background())
 			c1 := client(t, cs, "c1")
 			r := &recorder{t: t, cs: cs}
 			r.attach("producer", false, nil)
@@ -274,7 +274,7 @@ func TestClientsUpdateKeepsTheClientWhenOnlyOtherSettingsChange(t *testing.T) {
 	closed := retiredCloses(t)
 	cs, err := keyroute.NewClients(topo(2))
 	require.NoError(t, err)
-	defer cs.Close()
+	defer cs.Close(context.Background())
 	c1 := client(t, cs, "c1")
 	next := topo(2)
 	next.Clusters[0].Producer.SendTimeout = 45 * time.Second
@@ -292,7 +292,7 @@ func TestClientsUpdateUndoesStepOneWhenAReaderFails(t *testing.T) {
 	closed := retiredCloses(t)
 	cs, err := keyroute.NewClients(topo(2))
 	require.NoError(t, err)
-	defer cs.Close()
+	defer cs.Close(context.Background())
 	before := cs.Topology()
 	refused := errors.New("cannot subscribe on c3")
 	r := &recorder{t: t, cs: cs}
@@ -330,7 +330,7 @@ func TestClientsUpdateKeepsRemovedClustersReadWhenAProducerFails(t *testing.T) {
 	closed := retiredCloses(t)
 	cs, err := keyroute.NewClients(topo(3))
 	require.NoError(t, err)
-	defer cs.Close()
+	defer cs.Close(context.Background())
 	failed := errors.New("cannot reach the new cluster")
 	r := &recorder{t: t, cs: cs}
 	r.attach("producer-ok", false, nil)

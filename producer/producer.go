@@ -153,7 +153,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 	}
 	if c.clients != nil {
 		detach, err := c.clients.AttachUser(keyroute.User{Name: strings.TrimSpace(fmt.Sprintf("producer %s of %q", c.name, c.topic)),
-			Close: func() { _ = p.Close(context.Background()) }, Update: p.Update})
+			Close: p.Close, Update: p.Update})
 		if err != nil {
 			_ = p.Close(ctx)
 			return nil, err
