@@ -35,7 +35,11 @@ func (p plan) print(w io.Writer, keysFile string) error {
 	if withKeys {
 		fmt.Fprintf(w, "; of the %d keys in %s: %d", *p.Keys, keysFile, *p.KeysMoved)
 	}
-	fmt.Fprintf(w, "\nslots moved: %d of %d\n", p.SlotsMoved, p.Slots)
+	fmt.Fprintf(w, "\nslots moved: %d of %d", p.SlotsMoved, p.Slots)
+	if len(p.Reconnect) > 0 {
+		fmt.Fprint(w, " (with those handed to a new connection, as Update counts them)")
+	}
+	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(p.Moves) > 0 {

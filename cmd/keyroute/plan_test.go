@@ -368,6 +368,13 @@ func TestPlanTextOutput(t *testing.T) {
 	assert.Contains(t, out.stdout, fmt.Sprintf("markers: at most %d, one on each partition", pl.Markers))
 	assert.Equal(t, 3+3+3, pl.Markers, "a and b lose slots; a grows")
 
+	moved := writePlanFile(t, dir, "moved.yaml", planTopology(planCluster{"a", 1, ""}, planCluster{"b", 1, "pulsar://b2.plan.invalid:6650"}))
+	out = runCmd(t, nil, "plan", "-topology", cur, "-to", moved, "-partitions", "3")
+	require.Equal(t, exitOK, out.code, out.stderr)
+	assert.Regexp(t, `^clusters: reconnect b \(ServiceURL changes: \d+ slots handed to the new connection, not moved\)\n`+
+		`keys moved: 0\.00%\nslots moved: \d+ of 65536 \(with those handed to a new connection, as Update counts them\)\n`+
+		`markers: at most 3, `, out.stdout)
+
 	out = runCmd(t, nil, "plan", "-topology", cur, "-to", cur, "-partitions", "3")
 	require.Equal(t, exitOK, out.code, out.stderr)
 	assert.Equal(t, "clusters: none to connect, drain, reweight or reconnect\nkeys moved: 0.00%\nslots moved: 0 of 65536\nmarkers: none (no key leaves a partition)\n", out.stdout)
@@ -383,4 +390,35 @@ func regexpQuote(s string) string {
 func TestSamplingTolerance(t *testing.T) {
 	assert.Zero(t, samplingTolerance(0))
 	assert.InDelta(t, 4*math.Sqrt(0.25/10000), samplingTolerance(10000), 1e-15)
+}
+
+// TestPlanJSONFields pins the -json field names, which scripts read.
+func TestPlanJSONFields(t *testing.T) {
+	dir := t.TempDir()
+	cur := writePlanFile(t, dir, "cur.yaml", planTopology(planCluster{"a", 1, ""}, planCluster{"b", 1, ""}))
+	next := writePlanFile(t, dir, "next.yaml", planTopology(planCluster{"a", 2, ""}, planCluster{"b", 1, "pulsar://b2.plan.invalid:6650"}, planCluster{"c", 1, ""}))
+	_, keys := writeKeys(t, dir, 10)
+	out := runCmd(t, nil, "plan", "-json", "-topology", cur, "-to", next, "-partitions", "3", "-grow", "a=4", "-keys", keys)
+	require.Equal(t, exitOK, out.code, out.stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out.stdout), &got))
+	fields := func(m map[string]any) []string {
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		return out
+	}
+	assert.ElementsMatch(t, []string{"slots", "slotsMoved", "share", "tolerance", "moves", "growth", "markers",
+		"connect", "drain", "reweight", "reconnect", "keys", "keysMoved"}, fields(got))
+	assert.ElementsMatch(t, []string{"from", "to", "slots", "share", "keys"}, fields(got["moves"].([]any)[0].(map[string]any)))
+	assert.ElementsMatch(t, []string{"cluster", "partitionsBefore", "partitionsAfter", "share", "tolerance", "shareOfAll", "keys"},
+		fields(got["growth"].([]any)[0].(map[string]any)))
+	assert.ElementsMatch(t, []string{"cluster", "from", "to"}, fields(got["reweight"].([]any)[0].(map[string]any)))
+	assert.ElementsMatch(t, []string{"cluster", "field", "slots"}, fields(got["reconnect"].([]any)[0].(map[string]any)))
+
+	out = runCmd(t, nil, "plan", "-json", "-topology", cur, "-to", cur, "-partitions", "3")
+	require.Equal(t, exitOK, out.code, out.stderr)
+	assert.JSONEq(t, `{"slots":65536,"slotsMoved":0,"share":0,"tolerance":0,"moves":[],"growth":[],"markers":0,
+		"connect":[],"drain":[],"reweight":[],"reconnect":[]}`, out.stdout, "no change; no keys fields without -keys")
 }
