@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"reflect"
 	"slices"
 
 	"github.com/keyroute/keyroute/producer"
@@ -265,16 +264,15 @@ func (p *plan) countKeys(cur, next planSide, keys []string) {
 	}
 }
 
-// connectionField names the first field of a kept cluster, other than
-// its weight, that differs in b: the producer's Update reconnects such a
-// cluster (producer.Update's doc). "" when none does.
+// connectionField names what of a kept cluster's settings b changes so
+// that the producer's Update reconnects it: its client settings
+// (topology.SameClient) or its producer settings; "" when neither.
 func connectionField(a, b topology.Cluster) string {
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	for i := range va.NumField() {
-		name := va.Type().Field(i).Name
-		if name != "Weight" && !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
-			return name
-		}
+	switch {
+	case !topology.SameClient(a, b):
+		return "client settings"
+	case a.Producer != b.Producer:
+		return "producer settings"
 	}
 	return ""
 }

@@ -371,7 +371,7 @@ func TestPlanTextOutput(t *testing.T) {
 	moved := writePlanFile(t, dir, "moved.yaml", planTopology(planCluster{"a", 1, ""}, planCluster{"b", 1, "pulsar://b2.plan.invalid:6650"}))
 	out = runCmd(t, nil, "plan", "-topology", cur, "-to", moved, "-partitions", "3")
 	require.Equal(t, exitOK, out.code, out.stderr)
-	assert.Regexp(t, `^clusters: reconnect b \(ServiceURL changes: \d+ slots handed to the new connection, not moved\)\n`+
+	assert.Regexp(t, `^clusters: reconnect b \(client settings changes: \d+ slots handed to the new connection, not moved\)\n`+
 		`keys moved: 0\.00%\nslots moved: \d+ of 65536 \(with those handed to a new connection, as Update counts them\)\n`+
 		`markers: at most 3, `, out.stdout)
 
