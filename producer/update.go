@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"time"
 
@@ -31,7 +30,7 @@ import (
 // acknowledged and all its messages have their outcomes.
 //
 // A kept cluster (same Name) whose connection settings change
-// (ServiceURL, AdminURL, Auth, TLS, Client, Producer), with or without
+// (ServiceURL, Auth, TLS, Client: topology.SameClient; or Producer), with or without
 // its Weight, is reconnected without losing, duplicating or reordering a
 // message: its new connection is opened first (with shared
 // keyroute.Clients, on the client Clients.Client now returns), then its
@@ -147,15 +146,15 @@ func (p *Producer) beginChange(ctx context.Context) error {
 
 func (p *Producer) endChange() { <-p.updating }
 
-// changedField names the first field of a kept cluster, other than its
-// Weight, that differs in b (a reconnection), or returns "".
+// changedField names what of a kept cluster's settings b changes so
+// that it reconnects (its client settings, topology.SameClient, or its
+// Producer settings), or returns "".
 func changedField(a, b topology.Cluster) string {
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	for i := range va.NumField() {
-		name := va.Type().Field(i).Name
-		if name != "Weight" && !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
-			return name
-		}
+	switch {
+	case !topology.SameClient(a, b):
+		return "client settings"
+	case a.Producer != b.Producer:
+		return "producer settings"
 	}
 	return ""
 }
