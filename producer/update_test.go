@@ -298,3 +298,29 @@ func ExampleProducer_Update() {
 	// Output:
 	// epoch 1: 4 markers, about 33% of the slots moved, done: true
 }
+
+// TestPartitionsAbove64Settle adds a cluster of 80 partitions: once a
+// tagged message of each moved key is acknowledged on its new partition
+// and the hand-overs have ended, the key owes nothing more there, on
+// partitions 64 and up as below.
+func TestPartitionsAbove64Settle(t *testing.T) {
+	fake := producertest.New(producertest.Partitions(2), producertest.Partitions(80, "c3"))
+	p := newProducer(t, fake, 2)
+	_, _, after, moved := sendAndUpdate(t, p, topo(3))
+	// "2" is tagged; "3", after every hand-over released (Flush), settles
+	// its partition if "2" did not (see TestUpdateAddsAClusterInOrder).
+	for _, v := range []string{"2", "3"} {
+		for k, err := range sendAll(p, moved, v)() {
+			require.NoError(t, err, k)
+		}
+		require.NoError(t, p.Flush(context.Background()))
+	}
+	high := 0
+	for _, k := range moved {
+		if after[k].partition >= 64 {
+			high++
+		}
+		assert.False(t, p.Owes(k), "%s on partition %d", k, after[k].partition)
+	}
+	require.NotZero(t, high, "some moved keys are on partitions 64 and up")
+}
