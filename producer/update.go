@@ -55,7 +55,10 @@ import (
 // joins. A reconnection that has not answered within StartTimeout is
 // refused (ErrConnect) while the cluster is connected, so that a working
 // connection is never traded for a silent one; a cluster that never
-// connected takes its new settings down, and joins when they answer.
+// connected takes its new settings down, and joins when they answer. A
+// topology none of whose clusters is connected then is refused
+// (ErrConnect, naming each), as New refuses one: apply it once one of
+// them answers.
 //
 // Changes apply one at a time, in call order: Update first waits until
 // the previous change's hand-overs have ended (every marker acknowledged,
@@ -115,7 +118,40 @@ func (p *Producer) Update(ctx context.Context, topo *topology.Topology) error {
 		p.abandon(added)
 		return err
 	}
+	if err := noneAnswers(topo, kept, added); err != nil {
+		p.abandon(added)
+		return err
+	}
 	return p.apply(cur, r, topo, added)
+}
+
+// noneAnswers returns an error naming the clusters of topo when none of
+// them is connected once the added and reconnected ones (added) had
+// their StartTimeout: New refuses such a topology, and an Update that
+// applied it would leave every send failing. The topology in use goes
+// on; an operator who means to move to clusters that are down now
+// applies the change once one of them answers.
+func noneAnswers(topo *topology.Topology, kept map[string]*cluster, added []*joinState) error {
+	byName := make(map[string]*joinState, len(added))
+	for _, js := range added {
+		byName[js.cl.Name] = js
+	}
+	var errs []error
+	for _, cl := range topo.Clusters {
+		js := byName[cl.Name]
+		if js == nil {
+			js = kept[cl.Name].join
+		}
+		if js.joined.Load() {
+			return nil
+		}
+		why := js.lastErr()
+		if why == nil {
+			why = errNoAnswer
+		}
+		errs = append(errs, connectError(js, why))
+	}
+	return fmt.Errorf("update: no cluster of the new topology is connected: %w", errors.Join(errs...))
 }
 
 // beginChange waits until no other change is being applied and the last

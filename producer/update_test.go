@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -323,4 +324,26 @@ func TestPartitionsAbove64Settle(t *testing.T) {
 		assert.False(t, p.Owes(k), "%s on partition %d", k, after[k].partition)
 	}
 	require.NotZero(t, high, "some moved keys are on partitions 64 and up")
+}
+
+// An Update to a topology none of whose clusters answers is refused, as
+// New refuses one, naming them; the topology in use goes on. One that
+// keeps a working cluster adds the silent one down.
+func TestUpdateRefusesATopologyNoClusterAnswers(t *testing.T) {
+	fake := newFake(2)
+	fake.Cluster("c2").BlackHole(true)
+	p := newProducer(t, fake, 1, producer.StartTimeout(time.Millisecond))
+	only := producertest.Topology
+	err := p.Update(context.Background(), only("c2"))
+	require.ErrorIs(t, err, producer.ErrConnect)
+	var ce *producer.ClusterError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "c2", ce.Cluster)
+	assert.Equal(t, uint64(0), p.Epoch(), "nothing applied")
+	_, err = p.Send(context.Background(), &producer.Message{Key: "k", Value: []byte("v")})
+	require.NoError(t, err, "the topology in use goes on")
+
+	require.NoError(t, p.Update(context.Background(), only("c1", "c2")), "a working cluster stays: c2 is added down")
+	assert.Equal(t, uint64(1), p.Epoch())
+	require.NoError(t, p.Update(context.Background(), only("c1")))
 }
