@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -31,8 +30,13 @@ type Clients struct {
 	closed  bool
 	users   map[*user]struct{} // producers and consumers open on it
 	retired map[*entry]bool    // out of the topology, client not closed yet
-	stop    chan struct{}      // closed by Close: opening goroutines give up
-	bg      sync.WaitGroup     // the opening goroutines; Close waits for them
+	// pending are the clusters an Update removed that readers still read
+	// and producers may still write: a user failed step 2 or 3 of that
+	// Update, so they are not dropped before an Update succeeds. Guarded
+	// by updateMu.
+	pending []*entry
+	stop    chan struct{}  // closed by Close: opening goroutines give up
+	bg      sync.WaitGroup // the opening goroutines; Close waits for them
 }
 
 // entry is one cluster's client. Fields but cl are guarded by Clients.mu.
@@ -47,6 +51,14 @@ type entry struct {
 
 // user is a producer or consumer attached to a Clients.
 type user struct{ User }
+
+// name is the user's Name, or a stand-in that says it has none.
+func (u *user) name() string {
+	if u.Name == "" {
+		return "an unnamed user"
+	}
+	return u.Name
+}
 
 // NewClients validates topo and makes a client for each of its clusters,
 // in parallel. Without transactions pulsar-client-go connects on first
@@ -81,7 +93,7 @@ func NewClients(topo *topology.Topology, opts ...Opt) (*Clients, error) {
 	}
 	cs.topo, cs.entries, cs.index = topo, entries, indexOf(entries)
 	if err := cs.start(context.Background(), entries); err != nil {
-		_ = cs.Close()
+		_ = cs.Close(context.Background())
 		return nil, err
 	}
 	return cs, nil
@@ -243,6 +255,7 @@ func Open(cl topology.Cluster, transactions bool, memoryLimit int64, logger *slo
 
 // clientOptions are the pulsar-client-go options Open makes a client with.
 func clientOptions(cl topology.Cluster, transactions bool, memoryLimit int64, logger *slog.Logger, configure func(string, *pulsar.ClientOptions)) (pulsar.ClientOptions, error) {
+	warnPulsarVersion(logger)
 	o, err := cl.ClientOptions()
 	if err != nil {
 		return o, err
@@ -375,9 +388,12 @@ func (cs *Clients) Check(topo *topology.Topology) error {
 
 // A User is a producer or consumer built on the Clients (see AttachUser).
 type User struct {
-	// Close closes the user; Clients.Close calls it if the user is still
-	// attached.
-	Close func()
+	// Name names the user in Clients.Update's errors, e.g. `producer
+	// "orders"`.
+	Name string
+	// Close closes the user within ctx; Clients.Close calls it if the
+	// user is still attached.
+	Close func(ctx context.Context) error
 	// Update applies a new topology; Clients.Update calls it. Nil: the
 	// user does not follow changes, and Clients.Update fails while it is
 	// attached.
@@ -385,11 +401,6 @@ type User struct {
 	// Reader users (consumers) take added clusters before the others
 	// apply a change, and drop removed ones after (see Clients.Update).
 	Reader bool
-}
-
-// Attach is AttachUser(User{Close: closeFn}).
-func (cs *Clients) Attach(closeFn func()) (detach func(), err error) {
-	return cs.AttachUser(User{Close: closeFn})
 }
 
 // AttachUser registers a producer or consumer made from the Clients: Close
@@ -412,20 +423,37 @@ func (cs *Clients) AttachUser(u User) (detach func(), err error) {
 }
 
 // Update moves the Clients to topo: it makes the clients of the clusters
-// topo adds, or whose connection settings it changes (as NewClients does:
-// a cluster that answers with an error fails Update, naming it; one that
-// does not answer within StartTimeout is made in the background), keeps
-// the others, then applies topo to every producer and consumer attached:
-// consumers first, then producers, each group in parallel. The clients of
-// clusters topo removes or replaces are closed once every user has applied
-// it, and every Acquire of them is released.
+// topo adds, or whose client settings it changes (topology.SameClient;
+// made as NewClients does: a cluster that answers with an error fails
+// Update, naming it; one that does not answer within StartTimeout is made
+// in the background), keeps the others, then applies topo to every
+// producer and consumer attached in the three steps of
+// router/HANDOVER.md section 9, each step's users in parallel:
+//
+//  1. consumers take the added clusters and keep reading the removed ones;
+//  2. producers move;
+//  3. consumers drop the removed clusters, each read to the end.
+//
+// The clients of clusters topo removes or replaces are closed once every
+// user has applied it, and every Acquire of them is released.
 //
 // A bad topology is refused (ErrBadTopology, naming what is wrong), as is
 // a change while a user that cannot follow it is attached
-// (ErrCannotFollow); then nothing changes. When a user fails to apply
-// topo, Update returns its errors joined: the Clients and the other users
-// have moved to topo, and the clients it may still use stay open until
-// Close. One Update runs at a time.
+// (ErrCannotFollow); then nothing changes. When a user fails, Update
+// stops and returns an *UpdateError that names the step and the users
+// that failed and says where every user stands:
+//
+//   - step 1: no producer has moved; the consumers are moved back to the
+//     old topology (Undone, unless that failed too) and the Clients stay
+//     on it, their added clients closed;
+//   - step 2 or 3: the Clients and the users that applied it are on topo;
+//     the removed clusters are still read (StillRead) and their clients
+//     stay open, so that a producer still writing there loses nothing.
+//     Calling Update again (with topo, or with another topology) finishes
+//     the change: until one succeeds, every Update keeps those clusters
+//     read through step 2.
+//
+// One Update runs at a time.
 func (cs *Clients) Update(ctx context.Context, topo *topology.Topology) error {
 	if err := topo.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadTopology, err)
@@ -443,14 +471,20 @@ func (cs *Clients) Update(ctx context.Context, topo *topology.Topology) error {
 			return ErrCannotFollow
 		}
 	}
-	old := cs.index
+	oldTopo, oldEntries := cs.topo, cs.entries
 	cs.mu.Unlock()
+	// The clients a cluster of topo may keep: those in use, and those of
+	// clusters a failed Update left read.
+	have := indexOf(cs.pending)
+	for _, e := range oldEntries {
+		have[e.cl.Name] = e
+	}
 
 	next := make([]*entry, len(topo.Clusters))
 	var fresh []*entry
 	for i, cl := range topo.Clusters {
-		if e, ok := old[cl.Name]; ok && sameConnection(e.cl, cl) {
-			next[i] = e // its cl keeps the old weight, which it does not use
+		if e, ok := have[cl.Name]; ok && topology.SameClient(e.cl, cl) {
+			next[i] = e // its cl keeps the old settings that no client uses
 			continue
 		}
 		next[i] = &entry{cl: cl}
@@ -460,6 +494,24 @@ func (cs *Clients) Update(ctx context.Context, topo *topology.Topology) error {
 		cs.drop(fresh)
 		return err
 	}
+	kept := make(map[*entry]bool, len(next))
+	names := make(map[string]bool, len(next))
+	for _, e := range next {
+		kept[e], names[e.cl.Name] = true, true
+	}
+	// Removed: the clusters of the old entries and of pending that topo
+	// does not keep. Replaced clients go too, but their cluster stays
+	// in topo under its name, read through its new client.
+	var removed, replaced []*entry
+	for _, e := range append(slices.Clone(oldEntries), cs.pending...) {
+		switch {
+		case kept[e] || slices.Contains(removed, e) || slices.Contains(replaced, e):
+		case names[e.cl.Name]:
+			replaced = append(replaced, e)
+		default:
+			removed = append(removed, e)
+		}
+	}
 
 	cs.mu.Lock()
 	if cs.closed {
@@ -467,16 +519,8 @@ func (cs *Clients) Update(ctx context.Context, topo *topology.Topology) error {
 		cs.drop(fresh)
 		return ErrClosed
 	}
-	kept := make(map[*entry]bool, len(next))
-	for _, e := range next {
-		kept[e] = true
-	}
-	var retired []*entry
-	for _, e := range old {
-		if !kept[e] {
-			retired = append(retired, e)
-			cs.retired[e] = true // until dropped: Close closes it
-		}
+	for _, e := range append(slices.Clone(removed), replaced...) {
+		cs.retired[e] = true // until dropped: Close closes it
 	}
 	cs.topo, cs.entries, cs.index = topo, next, indexOf(next)
 	var readers, writers []*user
@@ -489,42 +533,103 @@ func (cs *Clients) Update(ctx context.Context, topo *topology.Topology) error {
 	}
 	cs.mu.Unlock()
 
-	// Readers first take the new clusters and keep the removed ones, then
-	// producers move, then readers drop the removed clusters, each read
-	// to the end (router/HANDOVER.md, section 9).
-	var errs []error
-	if len(retired) == 0 {
-		errs = updateAll(ctx, readers, topo)
-		errs = append(errs, updateAll(ctx, writers, topo)...)
-	} else {
-		wide := &topology.Topology{Clusters: slices.Clone(topo.Clusters)}
-		for _, e := range retired {
-			wide.Clusters = append(wide.Clusters, e.cl)
-		}
-		errs = updateAll(ctx, readers, wide)
-		errs = append(errs, updateAll(ctx, writers, topo)...)
-		errs = append(errs, updateAll(ctx, readers, topo)...)
+	wide := widen(topo, removed)
+	if failed, errs := updateAll(ctx, readers, wide); len(errs) > 0 {
+		return cs.undo(ctx, readers, oldTopo, oldEntries, fresh, failed, errs)
 	}
+	if len(removed) > 0 {
+		cs.pending = removed // read until every producer has left them
+	}
+	failed, errs := updateAll(ctx, writers, topo)
 	if len(errs) > 0 {
-		return errors.Join(errs...)
+		moved := slices.DeleteFunc(slices.Clone(writers), func(u *user) bool { return slices.Contains(failed, u) })
+		return &UpdateError{Step: 2, Failed: userNames(failed), Errs: errs, Moved: userNames(moved), StillRead: clusterNames(removed)}
 	}
-	cs.drop(retired)
+	if len(removed) > 0 {
+		if failed, errs := updateAll(ctx, readers, topo); len(errs) > 0 {
+			return &UpdateError{Step: 3, Failed: userNames(failed), Errs: errs, StillRead: clusterNames(removed)}
+		}
+	}
+	cs.pending = nil
+	cs.drop(append(removed, replaced...))
 	return nil
 }
 
-// updateAll applies topo to users in parallel and returns their errors.
-func updateAll(ctx context.Context, users []*user, topo *topology.Topology) []error {
-	errs := make([]error, len(users))
+// undo ends an Update whose step 1 failed: the readers are given the
+// topology they read before (the old one and the clusters still pending)
+// and the Clients go back to the old topology, their added clients
+// dropped.
+func (cs *Clients) undo(ctx context.Context, readers []*user, oldTopo *topology.Topology, oldEntries, fresh []*entry, failed []*user, errs []error) error {
+	back, backErrs := updateAll(ctx, readers, widen(oldTopo, cs.pending))
+	cs.mu.Lock()
+	for _, e := range oldEntries {
+		delete(cs.retired, e)
+	}
+	for _, e := range cs.pending {
+		cs.retired[e] = true
+	}
+	cs.topo, cs.entries, cs.index = oldTopo, oldEntries, indexOf(oldEntries)
+	cs.mu.Unlock()
+	cs.drop(fresh)
+	names := userNames(failed)
+	for i, u := range back {
+		names = append(names, u.name()+" (moving back)")
+		errs = append(errs, backErrs[i])
+	}
+	return &UpdateError{Step: 1, Failed: names, Errs: errs, Undone: len(backErrs) == 0}
+}
+
+// widen returns topo with the clusters of extra after its own: what
+// readers read while producers may still write to those.
+func widen(topo *topology.Topology, extra []*entry) *topology.Topology {
+	if len(extra) == 0 {
+		return topo
+	}
+	wide := &topology.Topology{Clusters: slices.Clone(topo.Clusters)}
+	for _, e := range extra {
+		wide.Clusters = append(wide.Clusters, e.cl)
+	}
+	return wide
+}
+
+// updateAll applies topo to users in parallel and returns those that
+// failed and their errors.
+func updateAll(ctx context.Context, users []*user, topo *topology.Topology) (failed []*user, errs []error) {
+	all := make([]error, len(users))
 	var wg sync.WaitGroup
 	for i, u := range users {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = u.Update(ctx, topo)
+			all[i] = u.Update(ctx, topo)
 		}()
 	}
 	wg.Wait()
-	return slices.DeleteFunc(errs, func(err error) bool { return err == nil })
+	for i, err := range all {
+		if err != nil {
+			failed = append(failed, users[i])
+			errs = append(errs, err)
+		}
+	}
+	return failed, errs
+}
+
+// userNames returns the names of users, sorted.
+func userNames(users []*user) []string {
+	names := make([]string, len(users))
+	for i, u := range users {
+		names[i] = u.name()
+	}
+	slices.Sort(names)
+	return names
+}
+
+func clusterNames(entries []*entry) []string {
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.cl.Name
+	}
+	return names
 }
 
 // drop retires entries: their opening goroutines stop, and their clients
@@ -552,17 +657,14 @@ func (cs *Clients) drop(entries []*entry) {
 	}
 }
 
-// sameConnection reports whether a and b connect alike: the same cluster
-// but for its weight.
-func sameConnection(a, b topology.Cluster) bool {
-	a.Weight, b.Weight = 0, 0
-	return reflect.DeepEqual(a, b)
-}
-
-// Close closes every producer and consumer still attached (in parallel),
-// then every client. It is safe to call more than once; later calls
-// return nil at once.
-func (cs *Clients) Close() error {
+// Close closes every producer and consumer still attached (in parallel,
+// each within ctx), then every client, and waits for the clients still
+// being made (see NewClients). ctx bounds the whole call: when it ends
+// first, Close returns the users' errors and one that matches ctx.Err(),
+// and what is left finishes closing in the background; the Clients are
+// closed for every call after it began either way. It is safe to call
+// more than once; later calls return nil at once.
+func (cs *Clients) Close(ctx context.Context) error {
 	cs.mu.Lock()
 	if cs.closed {
 		cs.mu.Unlock()
@@ -582,20 +684,30 @@ func (cs *Clients) Close() error {
 		clients = append(clients, e.client)
 	}
 	cs.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, u := range users {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			u.Close()
-		}()
-	}
-	wg.Wait()
-	for _, c := range clients {
-		if c != nil {
-			c.Close()
+	errs := make([]error, len(users))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for i, u := range users {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = u.Close(ctx)
+			}()
 		}
+		wg.Wait()
+		for _, c := range clients {
+			if c != nil {
+				c.Close()
+			}
+		}
+		cs.bg.Wait() // a client still being made closes itself when it is
+	}()
+	select {
+	case <-done:
+		return errors.Join(errs...)
+	case <-ctx.Done():
+		return fmt.Errorf("keyroute: close: %w", ctx.Err())
 	}
-	cs.bg.Wait() // a client still being made closes itself when it is
-	return nil
 }

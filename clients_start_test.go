@@ -1,6 +1,7 @@
 package keyroute_test
 
 import (
+	"context"
 	"net"
 	"sync"
 	"testing"
@@ -68,7 +69,7 @@ func TestNewClientsStartsWithoutAClusterThatDoesNotAnswer(t *testing.T) {
 	_, err = cs.Client("silent")
 	require.ErrorIs(t, err, keyroute.ErrNotOpen)
 	assert.ErrorContains(t, err, `"silent"`)
-	require.NoError(t, cs.Close(), "Close waits for the attempt, which gives up")
+	require.NoError(t, cs.Close(context.Background()), "Close waits for the attempt, which gives up")
 	_, err = cs.Client("silent")
 	require.ErrorIs(t, err, keyroute.ErrClosed)
 }

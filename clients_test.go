@@ -1,7 +1,10 @@
 package keyroute_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -40,8 +43,8 @@ func TestClientsGivesOneClientPerCluster(t *testing.T) {
 	assert.ErrorIs(t, err, keyroute.ErrUnknownCluster)
 	assert.ErrorContains(t, err, `"west"`)
 
-	require.NoError(t, cs.Close())
-	require.NoError(t, cs.Close(), "twice")
+	require.NoError(t, cs.Close(context.Background()))
+	require.NoError(t, cs.Close(context.Background()), "twice")
 	_, err = cs.Client("c2")
 	assert.ErrorIs(t, err, keyroute.ErrClosed)
 }
@@ -49,22 +52,73 @@ func TestClientsGivesOneClientPerCluster(t *testing.T) {
 func TestClientsCloseClosesWhatIsAttached(t *testing.T) {
 	cs, err := keyroute.NewClients(topo(1))
 	require.NoError(t, err)
+	var mu sync.Mutex
 	closed := map[string]int{}
-	_, err = cs.Attach(func() { closed["kept"]++ })
+	closer := func(name string) keyroute.User {
+		return keyroute.User{Name: name, Close: func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			closed[name]++
+			return nil
+		}}
+	}
+	_, err = cs.AttachUser(closer("kept"))
 	require.NoError(t, err)
-	detach, err := cs.Attach(func() { closed["gone"]++ })
+	detach, err := cs.AttachUser(closer("gone"))
 	require.NoError(t, err)
 	detach()
-	require.NoError(t, cs.Close())
+	require.NoError(t, cs.Close(context.Background()))
 	assert.Equal(t, map[string]int{"kept": 1}, closed, "only users still attached are closed, once")
-	_, err = cs.Attach(func() {})
+	_, err = cs.AttachUser(closer("late"))
 	assert.ErrorIs(t, err, keyroute.ErrClosed)
+}
+
+// Close returns when its ctx ends, whatever a user's Close does, with the
+// users' errors and the ctx's; a later Close returns at once.
+func TestClientsCloseReturnsWithinItsContext(t *testing.T) {
+	cs, err := keyroute.NewClients(topo(2))
+	require.NoError(t, err)
+	stuck, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	_, err = cs.AttachUser(keyroute.User{Name: "stuck", Close: func(context.Context) error {
+		close(stuck)
+		<-release // a producer waiting on an unreachable cluster, say
+		return nil
+	}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-stuck
+		cancel()
+	}()
+	err = cs.Close(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NoError(t, cs.Close(context.Background()), "closed already")
+	_, err = cs.Client("c1")
+	assert.ErrorIs(t, err, keyroute.ErrClosed)
+}
+
+// A user's Close gets Close's ctx and its error comes back.
+func TestClientsCloseReturnsTheUsersErrors(t *testing.T) {
+	cs, err := keyroute.NewClients(topo(1))
+	require.NoError(t, err)
+	failed := errors.New("flush failed")
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "mine")
+	_, err = cs.AttachUser(keyroute.User{Name: "p", Close: func(got context.Context) error {
+		if got.Value(key{}) != "mine" {
+			return errors.New("not Close's ctx")
+		}
+		return failed
+	}})
+	require.NoError(t, err)
+	assert.ErrorIs(t, cs.Close(ctx), failed)
 }
 
 func TestClientsCheckNamesTheClusterThatDiffers(t *testing.T) {
 	cs, err := keyroute.NewClients(topo(3))
 	require.NoError(t, err)
-	defer cs.Close()
+	defer cs.Close(context.Background())
 	require.NoError(t, cs.Check(cs.Topology()))
 	require.NoError(t, cs.Check(topo(3)), "an equal topology")
 

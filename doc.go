@@ -11,7 +11,7 @@
 // Close closes.
 //
 //	cs, err := keyroute.NewClients(topo, keyroute.Transactions(true))
-//	defer cs.Close()
+//	defer cs.Close(context.Background())
 //	orders, err := producer.New(ctx, topo, producer.Topic("orders"), producer.WithClients(cs))
 //	events, err := producer.New(ctx, topo, producer.Topic("events"), producer.WithClients(cs))
 //	billing, err := consumer.New(ctx, topo, consumer.Topic("orders"), consumer.Subscription("billing"), consumer.WithClients(cs))

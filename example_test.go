@@ -23,7 +23,7 @@ func ExampleNewClients() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer cs.Close() // closes whatever is still open on it, then the clients
+	defer cs.Close(context.Background()) // closes whatever is still open on it, then the clients
 
 	orders, err := producer.New(ctx, topo, producer.Topic("orders"), producer.WithClients(cs), producer.Transactions(true))
 	if err != nil {

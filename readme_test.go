@@ -18,8 +18,8 @@ import (
 // README.md marks the blocks these tests hold to the code with an HTML
 // comment on the line before the block's opening fence.
 const (
-	quickStartMark = "<!-- quick start: example_quickstart_test.go -->"
-	topologyMark   = "<!-- topology example: loaded by readme_test.go -->"
+	quickStartMark = "<!-- quick start: example_quickstart_test.go, run by e2e/smoke -->"
+	topologyMark   = "<!-- topology example: loaded by readme_test.go, run by e2e/smoke -->"
 )
 
 // readmeBlock returns the fenced code block that follows mark in README.md
@@ -73,15 +73,35 @@ func firstDiff(want, got string) string {
 	return "(none)"
 }
 
-// The topology file in README.md loads: the same decoding and validation
-// as topology.Load. The files it names are made under a temporary
+// The topology file in README.md loads as shown: the same decoding and
+// validation as topology.Load, for plain local clusters that name no file
+// (e2e/smoke runs the quick start on it).
+func TestReadmeTopologyExampleLoads(t *testing.T) {
+	topo, err := topology.Parse([]byte(readmeBlock(t, topologyMark)))
+	require.NoError(t, err, "README.md's topology example does not validate as shown")
+	for _, c := range topo.Clusters {
+		require.True(t, strings.HasPrefix(c.ServiceURL, "pulsar://localhost:"), "README.md's topology example: cluster %s should be a plain local one, got %s", c.Name, c.ServiceURL)
+	}
+}
+
+// The secured cluster that README.md's topology example shows commented
+// out loads once uncommented: each line that begins with "#" and two
+// spaces loses its "#". The files it names are made under a temporary
 // directory first (their paths re-rooted there), holding the test
 // certificates of package topology and a token, since Validate checks that
 // they exist and are not empty.
-func TestReadmeTopologyExampleLoads(t *testing.T) {
-	example := readmeBlock(t, topologyMark)
+func TestReadmeSecuredTopologyExampleLoads(t *testing.T) {
+	shown := readmeBlock(t, topologyMark)
+	lines := strings.Split(shown, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "#  ") {
+			lines[i] = l[1:]
+		}
+	}
+	example := strings.Join(lines, "\n")
+	require.NotEqual(t, shown, example, "README.md's topology example should show a secured cluster, commented out")
 	var doc yaml.Node
-	require.NoError(t, yaml.Unmarshal([]byte(example), &doc), "README.md's topology example is not YAML")
+	require.NoError(t, yaml.Unmarshal([]byte(example), &doc), "README.md's topology example, uncommented, is not YAML")
 
 	dir := t.TempDir()
 	tlsFiles := map[string]string{
@@ -124,8 +144,8 @@ func TestReadmeTopologyExampleLoads(t *testing.T) {
 	require.NoError(t, enc.Encode(&doc))
 	require.NoError(t, enc.Close())
 	topo, err := topology.Parse(rerooted.Bytes())
-	require.NoError(t, err, "README.md's topology example does not validate")
-	require.GreaterOrEqual(t, len(topo.Clusters), 2, "README.md's topology example should show several clusters")
+	require.NoError(t, err, "README.md's topology example, uncommented, does not validate")
+	require.Len(t, topo.Clusters, 2, "README.md's topology example, uncommented, should show a second cluster")
 }
 
 // README.md states the Go version that the SDK module's go directive

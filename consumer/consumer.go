@@ -239,7 +239,8 @@ func newConsumer(ctx context.Context, topo *topology.Topology, c cfg) (*Consumer
 	endStart()
 	if err == nil && c.clients != nil {
 		var detach func()
-		if detach, err = c.clients.AttachUser(keyroute.User{Close: func() { _ = co.Close(context.Background()) }, Update: co.update, Reader: true}); err == nil {
+		if detach, err = c.clients.AttachUser(keyroute.User{Name: fmt.Sprintf("consumer %q of %q", c.subscription, c.topic),
+			Close: co.Close, Update: co.update, Reader: true}); err == nil {
 			co.detach = detach
 		}
 	}

@@ -338,7 +338,7 @@ func TestSharedClientsCloseTheConsumersMadeFromThem(t *testing.T) {
 	_, err = consumer.New(context.Background(), tp, append(opts, consumer.ConfigureClient(func(string, *pulsar.ClientOptions) {}))...)
 	assert.ErrorIs(t, err, consumer.ErrBadOption, "client settings belong to the shared clients")
 
-	require.NoError(t, cs.Close())
+	require.NoError(t, cs.Close(context.Background()))
 	_, err = c.Receive(context.Background())
 	assert.ErrorIs(t, err, consumer.ErrClosed, "closing the clients closed the consumer")
 	_, err = consumer.New(context.Background(), tp, opts...)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -321,13 +320,12 @@ func (c *Consumer) log() *slog.Logger {
 
 var discard = slog.New(slog.DiscardHandler)
 
-// sameConnection reports whether a and b connect alike: the same URLs,
-// credentials, TLS material and client settings (the weight and the
-// producer's settings do not matter to a consumer).
+// sameConnection reports whether a consumer reads a and b alike: through
+// one client (topology.SameClient, the rule keyroute.Clients follows, so
+// a client it replaces is never one a subscription still reads through)
+// and one admin URL.
 func sameConnection(a, b topology.Cluster) bool {
-	a.Weight, b.Weight = 0, 0
-	a.Producer, b.Producer = topology.ProducerSettings{}, topology.ProducerSettings{}
-	return reflect.DeepEqual(a, b)
+	return topology.SameClient(a, b) && a.AdminURL == b.AdminURL
 }
 
 // errNotConnected is the cause of an operation on a cluster that has not

@@ -38,7 +38,7 @@ func TestSharedClientsCloseTheProducersMadeFromThem(t *testing.T) {
 	_, err = b.Send(ctx, &producer.Message{Key: "k"})
 	require.NoError(t, err, "closing one producer leaves the clients to the others")
 
-	require.NoError(t, cs.Close())
+	require.NoError(t, cs.Close(context.Background()))
 	_, err = b.Send(ctx, &producer.Message{Key: "k"})
 	assert.ErrorIs(t, err, producer.ErrClosed, "closing the clients closed the producer")
 	_, err = producer.New(ctx, tp, opts...)

@@ -40,7 +40,7 @@ func ExampleNew() {
 		fmt.Printf("%s holds %s=%q\n", id.Cluster, m.Key, m.Value)
 	}
 	// Output:
-	// written at east/2/1:0:0
+	// written at east/0/1:0:0
 	// east holds user-42="signed up"
 }
 

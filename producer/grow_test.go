@@ -2,6 +2,7 @@ package producer_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyroute/keyroute/producer"
+	"github.com/keyroute/keyroute/producer/producertest"
 	"github.com/keyroute/keyroute/router"
 )
 
@@ -109,4 +111,121 @@ func TestPartitionShrinkIsReported(t *testing.T) {
 	fake.Cluster("c2").Shrink(0)
 	p.Discover()
 	assert.NoError(t, p.Health()[1].PartitionsErr)
+}
+
+// TestGrowthMovesOnlyNewPartitionKeys drains c2 into c1 (its keys then
+// carry c2's origins until a tagged message is acknowledged on their
+// partition of c1), then grows c1 from 5 to 8 partitions while c1 holds
+// its acknowledgements. Jump hashing (SPEC.md step 3) moves only the keys
+// whose new partition is 5 or more: exactly those are held and tagged;
+// a key on an old partition is written at once and carries nothing, not
+// even the drain's origins, which were acknowledged there.
+func TestGrowthMovesOnlyNewPartitionKeys(t *testing.T) {
+	fake := newFake(5)
+	p := newProducer(t, fake, 2, producer.PartitionsAutoDiscoveryInterval(0))
+	keys := keyList(400)
+	for k, err := range sendAll(p, keys, "0")() {
+		require.NoError(t, err, k)
+	}
+	require.NoError(t, p.Update(context.Background(), topo(1)))
+	for k, err := range sendAll(p, keys, "1")() {
+		require.NoError(t, err, k)
+	}
+	require.NoError(t, p.Flush(context.Background()))
+	before := placements(p, keys)
+
+	holdAll(t, fake, p)
+	fake.Cluster("c1").Grow(8)
+	p.Discover()
+	require.Equal(t, uint64(2), p.Epoch())
+	after := placements(p, keys)
+	var moved []string
+	for _, k := range keys {
+		b, a := before[k].partition, after[k].partition
+		require.True(t, a == b || a >= 5, "%s moved from partition %d to %d, an old one", k, b, a)
+		if a != b {
+			moved = append(moved, k)
+		}
+	}
+	require.NotEmpty(t, moved)
+	t.Logf("%d of %d keys moved to the new partitions", len(moved), len(keys))
+	assert.InDelta(t, 3.0/8, float64(len(moved))/float64(len(keys)), 0.1)
+
+	round2 := sendAll(p, keys, "2")
+	for _, k := range keys {
+		got := byValue(fake, "c1", k, "2")
+		if before[k] == after[k] {
+			require.Len(t, got, 1, "%s stays: written at once", k)
+			assert.Empty(t, reserved(got[0].Properties), "%s stays: not tagged", k)
+		} else {
+			assert.Empty(t, got, "%s moves: held", k)
+		}
+	}
+	ch, ok := p.LastChange()
+	require.True(t, ok)
+	assert.Equal(t, int64(len(moved)), ch.Held, "only the moved keys are held")
+	assert.Zero(t, ch.SlotsMoved, "a growth moves no slot")
+	assert.InDelta(t, 3.0/8, ch.KeysMoved, 1e-12, "c1 owns every slot; jump hashing moves 3/8 of its keys")
+
+	releaseAll(fake, []string{"c1"})
+	for k, err := range round2() {
+		require.NoError(t, err, k)
+	}
+	require.NoError(t, p.Flush(context.Background()))
+	ms := markers(fake, "c1")
+	require.Len(t, ms, 5, "a marker on each old partition")
+	for _, k := range moved {
+		got := byValue(fake, "c1", k, "2")
+		require.Len(t, got, 1, k)
+		var from []string
+		for _, o := range tagOf(t, got[0]).From {
+			from = append(from, o.String())
+		}
+		assert.Contains(t, from, originOf(ms[before[k].partition][0]), k)
+	}
+}
+
+// TestMovesBetweenPartitionCounts drains a cluster into one with another
+// partition count, in both directions (3 -> 7 and 7 -> 3): every moved
+// key's message is tagged with its own old partition's marker, which
+// origin.concerns must find from jump hashing's rule (a key on partition
+// p of m lands on q of n only if p == q, q >= m or p >= n).
+func TestMovesBetweenPartitionCounts(t *testing.T) {
+	for _, tc := range []struct{ c1, c2 int }{{7, 3}, {3, 7}} {
+		t.Run(fmt.Sprintf("%d->%d", tc.c2, tc.c1), func(t *testing.T) {
+			fake := producertest.New(producertest.Partitions(tc.c1, "c1"), producertest.Partitions(tc.c2, "c2"))
+			p := newProducer(t, fake, 2)
+			keys := keyList(400)
+			before := placements(p, keys)
+			old := holdAll(t, fake, p)
+			round1 := sendAll(p, keys, "1")
+			require.NoError(t, p.Update(context.Background(), topo(1)))
+			after := placements(p, keys)
+			round2 := sendAll(p, keys, "2")
+			releaseAll(fake, old)
+			require.NoError(t, p.Flush(context.Background()))
+			for _, round := range []func() map[string]error{round1, round2} {
+				for k, err := range round() {
+					require.NoError(t, err, k)
+				}
+			}
+			ms := markers(fake, "c2")
+			require.Len(t, ms, tc.c2)
+			moved := 0
+			for _, k := range keys {
+				if before[k].cluster != "c2" {
+					continue
+				}
+				moved++
+				got := byValue(fake, "c1", k, "2")
+				require.Len(t, got, 1, k)
+				var from []string
+				for _, o := range tagOf(t, got[0]).From {
+					from = append(from, o.String())
+				}
+				assert.Contains(t, from, originOf(ms[before[k].partition][0]), "%s: c2/%d -> c1/%d", k, before[k].partition, after[k].partition)
+			}
+			require.NotZero(t, moved)
+		})
+	}
 }

@@ -27,7 +27,8 @@ import (
 // handed to the partition before it has its outcome. The held messages
 // are then handed to their new owners in order, tagged with the slot's
 // open origins, and the hand-over lets later ones through as they come.
-// Keys that do not move meet a nil slotMove and nothing else.
+// Keys that do not move meet a nil slotMove, or one settled on their
+// partition (a growth's keys on the old partitions), and nothing else.
 
 // held is a message of a moved key, between its hand-over and its writer.
 type held struct {
@@ -44,9 +45,6 @@ type held struct {
 	at    time.Time // of the hand-over: the send deadline runs from it
 	epoch uint64    // it was placed under
 	sm    *slotMove
-	// carriedOnly: the key did not move in sm's change (a partition
-	// change), so it carries only origins of earlier changes.
-	carriedOnly bool
 	// released: it waited and is handed on by its hand-over's release or
 	// decision, which holds the hand-over's lock.
 	released bool
@@ -101,11 +99,11 @@ type slotMove struct {
 	toN   int      // a partition change's new count; 0 for a cluster change
 	to    *cluster // the new owner; its partitions are where the slot's messages go
 
-	// settled has bit q set once every hand-over of from has released
-	// and partition q of to (q < 64) has acknowledged a message tagged
-	// with every origin: the slot's messages to q then owe nothing, and
-	// take the plain path (see owes).
-	settled atomic.Uint64
+	// settled holds q once every hand-over of from has released and
+	// partition q of to has acknowledged a message tagged with every
+	// origin: the slot's messages to q then owe nothing, and take the
+	// plain path (see owes).
+	settled partSet
 	from    []*handover // by old partition; nil when the old owner owes nothing
 
 	mu      sync.Mutex // guards the fields below
@@ -118,23 +116,30 @@ type slotMove struct {
 // origin is an origin a slot's messages may carry: carried over from an
 // earlier change (all of them carry it), or of an old owner partition p
 // of fromN (only messages whose new partition takes keys of p carry it).
+// grown marks an origin of a partition change, whose keys stay on the
+// same cluster.
 type origin struct {
 	o       router.Origin
 	carried bool
+	grown   bool
 	p       int
 	fromN   int
 }
 
 // concerns reports whether a message on partition q of n carries o: one
 // carried over does; one of this change does when keys of its old
-// partition can land on q (SPEC.md step 3 keeps the order of the
-// 48 low bits: partition p of fromN holds [p/fromN, (p+1)/fromN)).
+// partition can land on q. SPEC.md step 3 (jump hashing) puts a key on
+// partition p of fromN on partition q of n only if p == q, q >= fromN or
+// p >= n; at a growth p == q is a key that did not move, so only the new
+// partitions (q >= fromN) take keys of p.
 func (o *origin) concerns(q, n int) bool {
-	if o.carried {
+	switch {
+	case o.carried:
 		return true
+	case o.grown:
+		return q >= o.fromN
 	}
-	// [p/fromN, (p+1)/fromN) and [q/n, (q+1)/n) overlap.
-	return o.p*n < (q+1)*o.fromN && q*o.fromN < (o.p+1)*n
+	return o.p == q || q >= o.fromN || o.p >= n
 }
 
 // owner returns the hand-over that h's messages wait for, or nil.
@@ -150,10 +155,10 @@ func (sm *slotMove) owner(h uint64) *handover {
 // it was decided so, and else goes to its new owner, tagged as it must.
 func (p *Producer) handMoved(sm *slotMove, h uint64, m *held) error {
 	m.sm = sm
-	if sm.toN > 0 && router.Partition(h, sm.fromN) == router.Partition(h, sm.toN) {
-		// A partition change that leaves the key where it was: it owes
-		// only what an earlier change left open.
-		m.carriedOnly = true
+	if sm.toN > 0 && m.pt.idx < sm.fromN {
+		// A partition change that leaves the key where it was (jump
+		// hashing moves keys only to the new partitions): it owes only
+		// what an earlier change left open there (see concerns).
 		return p.sendMoved(m, false)
 	}
 	ho := sm.owner(h)
@@ -189,14 +194,14 @@ func (p *Producer) sendMoved(m *held, unordered bool) error {
 	upTo := len(sm.origins)
 	owed := false
 	for i := range sm.origins {
-		if o := &sm.origins[i]; (o.carried || !m.carriedOnly) && o.concerns(pt.idx, len(pt.c.parts)) {
+		if o := &sm.origins[i]; o.concerns(pt.idx, len(pt.c.parts)) {
 			from = append(from, o.o)
 			owed = owed || i >= sm.acked[pt]
 		}
 	}
 	sm.mu.Unlock()
 	props, cb := m.props, m.cb
-	if !owed && !unordered && !m.carriedOnly && !m.released {
+	if !owed && !unordered && !m.released {
 		sm.settle(pt) // not while a hand-over's lock is held (release)
 	}
 	if owed || unordered {
@@ -254,7 +259,7 @@ func (sm *slotMove) onTagged(pt *partition, upTo int, cb Callback) Callback {
 // (so no origin is added any more) and no origin concerning pt is left
 // unacknowledged there.
 func (sm *slotMove) settle(pt *partition) {
-	if pt.c != sm.to || pt.idx < 0 || pt.idx >= 64 || !sm.released() {
+	if pt.c != sm.to || pt.idx < 0 || !sm.released() {
 		return
 	}
 	sm.mu.Lock()
@@ -265,15 +270,31 @@ func (sm *slotMove) settle(pt *partition) {
 		}
 	}
 	sm.mu.Unlock()
-	bit := uint64(1) << pt.idx
-	for v := sm.settled.Load(); v&bit == 0 && !sm.settled.CompareAndSwap(v, v|bit); v = sm.settled.Load() {
-	}
+	sm.settled.add(pt.idx)
 }
 
 // owes reports whether the slot's messages to pt may still be held or
 // tagged (see settled).
 func (sm *slotMove) owes(pt *partition) bool {
-	return pt.c != sm.to || pt.idx < 0 || pt.idx >= 64 || sm.settled.Load()&(1<<pt.idx) == 0
+	return pt.c != sm.to || pt.idx < 0 || !sm.settled.has(pt.idx)
+}
+
+// partSet is a set of partition indexes, one bit each, safe for
+// concurrent use.
+type partSet []atomic.Uint64
+
+// newPartSet returns an empty set of indexes below n.
+func newPartSet(n int) partSet { return make(partSet, (n+63)/64) }
+
+func (s partSet) has(q int) bool { return s[q/64].Load()&(1<<(q%64)) != 0 }
+
+func (s partSet) add(q int) { s[q/64].Or(1 << (q % 64)) }
+
+// fill adds every index.
+func (s partSet) fill() {
+	for i := range s {
+		s[i].Store(^uint64(0))
+	}
 }
 
 // released reports whether every hand-over the slot's keys owe to has
@@ -417,7 +438,7 @@ func (p *Producer) release(ho *handover, o *router.Origin) {
 	if o != nil {
 		for _, sm := range ho.ch.slotsFrom[ho.from.c] {
 			sm.mu.Lock()
-			sm.origins = append(sm.origins, origin{o: *o, p: ho.from.idx, fromN: len(ho.from.c.parts)})
+			sm.origins = append(sm.origins, origin{o: *o, grown: sm.toN > 0, p: ho.from.idx, fromN: len(ho.from.c.parts)})
 			sm.mu.Unlock()
 		}
 	}
@@ -502,15 +523,18 @@ func (p *Producer) awaitHandover(ctx context.Context) error {
 
 // change is one applied topology change and its hand-overs.
 type change struct {
-	p         *Producer
-	epoch     uint64
-	slots     int // slots moved
-	handovers []*handover
-	slotsFrom map[*cluster][]*slotMove // the moved slots, by old owner
-	removed   []*cluster               // drained by the change
-	replaced  []*cluster               // reconnected: the old connections, closed like removed ones
-	added     []string
-	markers   int // hand-overs that got a marker
+	p     *Producer
+	epoch uint64
+	slots int // slots moved to another cluster
+	// grownSlots counts the slots of the cluster a partition change grew:
+	// part of each one's keys moves to the new partitions.
+	grownSlots int
+	handovers  []*handover
+	slotsFrom  map[*cluster][]*slotMove // the moved slots, by old owner
+	removed    []*cluster               // drained by the change
+	replaced   []*cluster               // reconnected: the old connections, closed like removed ones
+	added      []string
+	markers    int // hand-overs that got a marker
 	// A partition change: the cluster it grew, and its counts; retired
 	// is the cluster replaced (see grow), closed like a removed one.
 	grown                   string

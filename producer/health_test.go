@@ -29,7 +29,7 @@ func keysWhere(p *producer.Producer, cluster string, on bool, n int) []string {
 func stall(t *testing.T, p *producer.Producer) {
 	t.Helper()
 	p.SendAsync(context.Background(), &producer.Message{Key: keysWhere(p, "c2", true, 1)[0]}, nil)
-	require.Eventually(t, func() bool { return !p.Health()[1].Up }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !p.Health()[1].Up }, 30*time.Second, 5*time.Millisecond)
 }
 
 func sendErr(p *producer.Producer, key string) (producer.ID, error) {
@@ -119,17 +119,22 @@ func TestWaitUpWaitsForRecoveryOrItsBound(t *testing.T) {
 	_, err = p.Send(ctx, &producer.Message{Key: key})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
+	// A wait long enough that no stall of a busy machine ends it: the
+	// send resumes when c2 recovers.
+	long := newProducer(t, fake, 3, producer.DownAfter(50*time.Millisecond),
+		producer.OnClusterDown(producer.WaitUp), producer.DownWait(time.Hour))
+	stall(t, long)
 	got := make(chan error, 1)
 	go func() {
-		_, err := p.Send(context.Background(), &producer.Message{Key: key})
+		_, err := long.Send(context.Background(), &producer.Message{Key: key})
 		got <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
-	fake.Cluster("c2").Release() // c2 recovers within the wait
+	time.Sleep(20 * time.Millisecond) // most likely waiting by now; either way it must succeed
+	fake.Cluster("c2").Release()      // c2 recovers within the wait
 	select {
 	case err := <-got:
 		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("send did not resume after recovery")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -151,7 +152,8 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		return nil, err
 	}
 	if c.clients != nil {
-		detach, err := c.clients.AttachUser(keyroute.User{Close: func() { _ = p.Close(context.Background()) }, Update: p.Update})
+		detach, err := c.clients.AttachUser(keyroute.User{Name: strings.TrimSpace(fmt.Sprintf("producer %s of %q", c.name, c.topic)),
+			Close: p.Close, Update: p.Update})
 		if err != nil {
 			_ = p.Close(ctx)
 			return nil, err

@@ -8,8 +8,8 @@ import (
 )
 
 // Reconnecting a kept cluster. An Update that changes a kept cluster's
-// connection settings (ServiceURL, AdminURL, Auth, TLS, Client,
-// Producer: anything but its Weight) reconnects it with the hand-over
+// client settings (topology.SameClient: ServiceURL, Auth, TLS, Client)
+// or its Producer settings reconnects it with the hand-over
 // machinery of a change, as if the cluster were handed over from an old
 // owner to a new one of the same name:
 //

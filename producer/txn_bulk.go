@@ -41,6 +41,10 @@ type BulkResult struct {
 // producer: the messages then go through the partitions' own writers one
 // by one, as a Txn's.
 //
+// A nil message, or one that Send would refuse (ErrBadMessage: reserved
+// properties, NullValue with a Value, a negative DeliverAfter, ...), fails
+// the call before any transaction begins, naming the message's index.
+//
 // At the first failure SendTxnBulk starts no further transaction anywhere
 // (those already committing finish; a transaction written while the one
 // before it failed to commit is aborted) and returns the failures joined:
@@ -64,6 +68,9 @@ func (p *Producer) SendTxnBulk(ctx context.Context, msgs []*Message, perTxn int,
 	for i, m := range msgs {
 		if m == nil {
 			return BulkResult{}, fmt.Errorf("message %d: %w", i, &SendError{Err: ErrNilMessage})
+		}
+		if err := check(m); err != nil {
+			return BulkResult{}, fmt.Errorf("message %d: %w", i, &SendError{Key: m.Key, Err: ErrBadMessage, Cause: err, notWritten: true})
 		}
 	}
 	if !p.enterLong() {

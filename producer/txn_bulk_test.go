@@ -301,3 +301,25 @@ func TestSendTxnBulkBeginRetryPauseEndsWithCtx(t *testing.T) {
 	assert.Equal(t, 1, count(fake, producertest.OpBeginFail, "c1"), "a begin tried again after ctx ended")
 	assert.Zero(t, count(fake, producertest.OpBegin, "c1"), "no begin after ctx ended")
 }
+
+// SendTxnBulk refuses a message Send would refuse, naming it, before any
+// transaction begins.
+func TestSendTxnBulkValidatesAsSendDoes(t *testing.T) {
+	for name, bad := range map[string]*producer.Message{
+		"reserved property":     {Key: "k", Properties: map[string]string{"keyroute-epoch": "1"}},
+		"null value with value": {Key: "k", Value: []byte("v"), NullValue: true},
+		"negative DeliverAfter": {Key: "k", DeliverAfter: -time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fake := producertest.New(producertest.Partitions(2))
+			p := newTxnProducer(t, fake, 2)
+			msgs := bulkMsgs(5, 3)
+			msgs[3] = bad
+			_, err := p.SendTxnBulk(context.Background(), msgs, 10)
+			require.ErrorIs(t, err, producer.ErrBadMessage)
+			assert.ErrorContains(t, err, "message 3")
+			assert.Zero(t, count(fake, producertest.OpSend, ""), "nothing is written")
+			assert.Zero(t, count(fake, producertest.OpBegin, ""), "no transaction begins")
+		})
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"time"
 
@@ -31,7 +30,7 @@ import (
 // acknowledged and all its messages have their outcomes.
 //
 // A kept cluster (same Name) whose connection settings change
-// (ServiceURL, AdminURL, Auth, TLS, Client, Producer), with or without
+// (ServiceURL, Auth, TLS, Client: topology.SameClient; or Producer), with or without
 // its Weight, is reconnected without losing, duplicating or reordering a
 // message: its new connection is opened first (with shared
 // keyroute.Clients, on the client Clients.Client now returns), then its
@@ -56,7 +55,10 @@ import (
 // joins. A reconnection that has not answered within StartTimeout is
 // refused (ErrConnect) while the cluster is connected, so that a working
 // connection is never traded for a silent one; a cluster that never
-// connected takes its new settings down, and joins when they answer.
+// connected takes its new settings down, and joins when they answer. A
+// topology none of whose clusters is connected then is refused
+// (ErrConnect, naming each), as New refuses one: apply it once one of
+// them answers.
 //
 // Changes apply one at a time, in call order: Update first waits until
 // the previous change's hand-overs have ended (every marker acknowledged,
@@ -116,7 +118,40 @@ func (p *Producer) Update(ctx context.Context, topo *topology.Topology) error {
 		p.abandon(added)
 		return err
 	}
+	if err := noneAnswers(topo, kept, added); err != nil {
+		p.abandon(added)
+		return err
+	}
 	return p.apply(cur, r, topo, added)
+}
+
+// noneAnswers returns an error naming the clusters of topo when none of
+// them is connected once the added and reconnected ones (added) had
+// their StartTimeout: New refuses such a topology, and an Update that
+// applied it would leave every send failing. The topology in use goes
+// on; an operator who means to move to clusters that are down now
+// applies the change once one of them answers.
+func noneAnswers(topo *topology.Topology, kept map[string]*cluster, added []*joinState) error {
+	byName := make(map[string]*joinState, len(added))
+	for _, js := range added {
+		byName[js.cl.Name] = js
+	}
+	var errs []error
+	for _, cl := range topo.Clusters {
+		js := byName[cl.Name]
+		if js == nil {
+			js = kept[cl.Name].join
+		}
+		if js.joined.Load() {
+			return nil
+		}
+		why := js.lastErr()
+		if why == nil {
+			why = errNoAnswer
+		}
+		errs = append(errs, connectError(js, why))
+	}
+	return fmt.Errorf("update: no cluster of the new topology is connected: %w", errors.Join(errs...))
 }
 
 // beginChange waits until no other change is being applied and the last
@@ -147,15 +182,15 @@ func (p *Producer) beginChange(ctx context.Context) error {
 
 func (p *Producer) endChange() { <-p.updating }
 
-// changedField names the first field of a kept cluster, other than its
-// Weight, that differs in b (a reconnection), or returns "".
+// changedField names what of a kept cluster's settings b changes so
+// that it reconnects (its client settings, topology.SameClient, or its
+// Producer settings), or returns "".
 func changedField(a, b topology.Cluster) string {
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	for i := range va.NumField() {
-		name := va.Type().Field(i).Name
-		if name != "Weight" && !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
-			return name
-		}
+	switch {
+	case !topology.SameClient(a, b):
+		return "client settings"
+	case a.Producer != b.Producer:
+		return "producer settings"
 	}
 	return ""
 }
@@ -337,7 +372,10 @@ func markUp(h *health) {
 // slots leave, if that owner ever joined (a stand-in was never written:
 // it owes nothing, HANDOVER.md 7.6). grown, when not nil, is a cluster
 // whose partition count the change grows (next has its successor): each
-// of its slots is moved, key by key (slotMove.toN).
+// of its slots gets a slotMove (slotMove.toN) whose keys on a new
+// partition move, and whose keys on an old one stay (jump hashing,
+// router/SPEC.md step 3) and owe only what an earlier change left open
+// there (keepAcked).
 func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 	ch := &change{p: p, epoch: next.epoch, slotsFrom: map[*cluster][]*slotMove{}, done: make(chan struct{}), applied: time.Now()}
 	hos := map[*cluster][]*handover{}
@@ -352,13 +390,22 @@ func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 		if from == to { // a cluster reconnected (or grown) is a new *cluster
 			continue
 		}
-		ch.slots++
-		sm := &slotMove{epoch: next.epoch, to: to}
+		sm := &slotMove{epoch: next.epoch, to: to, settled: newPartSet(len(to.parts))}
+		if prev := moves[s]; prev != nil {
+			var src []int
+			sm.origins, src = carried(prev)
+			if partChange && prev.to == from {
+				sm.keepAcked(prev, src)
+			}
+		}
 		if partChange {
 			sm.toN = len(to.parts)
-		}
-		if prev := moves[s]; prev != nil {
-			sm.origins = carried(prev)
+			ch.grownSlots++
+			if len(sm.origins) == 0 {
+				sm.settleOld(len(from.parts))
+			}
+		} else {
+			ch.slots++
 		}
 		if from.parts[0].idx >= 0 {
 			if hos[from] == nil {
@@ -370,11 +417,11 @@ func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 			sm.from, sm.fromN = hos[from], len(from.parts)
 			ch.slotsFrom[from] = append(ch.slotsFrom[from], sm)
 		} else if len(sm.origins) == 0 {
-			sm.settled.Store(^uint64(0)) // it owes nothing anywhere
+			sm.settled.fill() // it owes nothing anywhere
 		}
 		moves[s] = sm
 	}
-	if ch.slots > 0 || cur.moves != nil {
+	if ch.slots+ch.grownSlots > 0 || cur.moves != nil {
 		next.moves = moves
 	}
 	for c, list := range hos {
@@ -394,8 +441,9 @@ func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 
 // carried returns the origins a slot moved again carries over from its
 // previous move (HANDOVER.md 5.4): all of them, as every message of the
-// slot must carry them, keeping the later of two on one partition.
-func carried(prev *slotMove) []origin {
+// slot must carry them, keeping the later of two on one partition; src[i]
+// is the index in prev.origins of the i-th.
+func carried(prev *slotMove) (out []origin, src []int) {
 	prev.mu.Lock()
 	defer prev.mu.Unlock()
 	type place struct {
@@ -403,26 +451,78 @@ func carried(prev *slotMove) []origin {
 		part    int32
 	}
 	last := map[place]int{}
-	var out []origin
-	for _, o := range prev.origins {
+	for j, o := range prev.origins {
 		k := place{o.o.Cluster, o.o.Partition}
 		o.carried = true
 		if i, ok := last[k]; ok {
-			out[i] = o
+			out[i], src[i] = o, j
 			continue
 		}
 		last[k] = len(out)
 		out = append(out, o)
+		src = append(src, j)
 	}
-	return out
+	return out, src
+}
+
+// keepAcked gives sm, a slot's move by a partition change of prev.to, what
+// prev knew of the old partitions, which keep their keys and their order:
+// a key that stays on partition q owes only the carried origins that
+// prev's messages to q still owed (concerning q and not acknowledged
+// there), src as carried returns. sm.acked takes the longest prefix of
+// carried origins owed nothing at q, and q is settled when it is all of
+// them: no origin of the partition change concerns an old partition.
+func (sm *slotMove) keepAcked(prev *slotMove, src []int) {
+	prev.mu.Lock()
+	defer prev.mu.Unlock()
+	n := len(prev.to.parts)
+	for _, pt := range prev.to.parts {
+		owing := prev.owes(pt)
+		k := 0
+		for k < len(src) {
+			if o := &prev.origins[src[k]]; owing && src[k] >= prev.acked[pt] && o.concerns(pt.idx, n) {
+				break
+			}
+			k++
+		}
+		if k == 0 {
+			continue
+		}
+		if sm.acked == nil {
+			sm.acked = map[*partition]int{}
+		}
+		// The successor's partition pt.idx writes on pt's topic.
+		sm.acked[sm.to.parts[pt.idx]] = k
+		if k == len(sm.origins) {
+			sm.settled.add(pt.idx)
+		}
+	}
+}
+
+// settleOld settles the first fromN partitions of sm.to, the old ones of
+// a partition change whose slot carries no origin: a key that stays owes
+// nothing.
+func (sm *slotMove) settleOld(fromN int) {
+	for q := range fromN {
+		sm.settled.add(q)
+	}
 }
 
 // Change describes a topology change the Producer applied (Update).
 type Change struct {
 	// Epoch is the change's number: 1 for the first (HANDOVER.md).
 	Epoch uint64
-	// SlotsMoved is how many of the 65536 slots changed cluster.
+	// SlotsMoved is how many of the 65536 slots changed cluster (or
+	// connection, for a reconnection); 0 for a partition change, which
+	// moves part of each slot's keys and no slot.
 	SlotsMoved int
+	// KeysMoved is the share of the key space (0 to 1) that the change
+	// moved: SlotsMoved/65536, plus for a partition change the grown
+	// cluster's share of slots times (PartitionsAfter -
+	// PartitionsBefore)/PartitionsAfter, the share of their keys that
+	// jump hashing moves to the new partitions (router/SPEC.md step 3;
+	// that part is exact in expectation, not counted per key).
+	KeysMoved float64
 	// Markers is how many old owner partitions got a marker.
 	Markers int
 	// Added and Removed name the clusters the change added and drained;
@@ -480,6 +580,10 @@ func (p *Producer) LastChange() (Change, bool) {
 
 func (ch *change) describe() Change {
 	c := Change{Epoch: ch.epoch, SlotsMoved: ch.slots, Markers: ch.markers, Held: ch.held.Load(), Forced: int(ch.forced.Load())}
+	c.KeysMoved = float64(ch.slots) / (1 << router.SlotBits)
+	if ch.partsAfter > 0 {
+		c.KeysMoved += float64(ch.grownSlots) / (1 << router.SlotBits) * float64(ch.partsAfter-ch.partsBefore) / float64(ch.partsAfter)
+	}
 	for _, c2 := range ch.removed {
 		c.Removed = append(c.Removed, c2.name)
 	}
@@ -499,10 +603,10 @@ func (ch *change) describe() Change {
 func (p *Producer) report(ch *change, done bool) {
 	c := ch.describe()
 	if done {
-		p.log().Info("keyroute: topology change handed over", "epoch", c.Epoch, "slots_moved", c.SlotsMoved,
+		p.log().Info("keyroute: topology change handed over", "epoch", c.Epoch, "slots_moved", c.SlotsMoved, "keys_moved", c.KeysMoved,
 			"held", c.Held, "stall", c.Stall.String(), "forced", c.Forced)
 	} else {
-		p.log().Info("keyroute: topology change applied", "epoch", c.Epoch, "slots_moved", c.SlotsMoved,
+		p.log().Info("keyroute: topology change applied", "epoch", c.Epoch, "slots_moved", c.SlotsMoved, "keys_moved", c.KeysMoved,
 			"markers", len(ch.handovers), "added", c.Added, "removed", c.Removed, "reconnected", c.Reconnected)
 	}
 	p.tell(ch, c)
@@ -568,8 +672,10 @@ func (p *Producer) discoverOnce() {
 // replaces c by a successor over all of them (c is retired: its
 // partitions keep what was handed to them, and are closed once the
 // change's hand-overs end) and hands over the keys that move, as Update
-// does. A key that stays on its partition is neither held nor tagged;
-// its callbacks wait (partition.gate) for those of its messages on c.
+// does. Only keys placed on a new partition (n > it >= the old count)
+// move; a key on an old partition stayed there (jump hashing) and is
+// neither held nor tagged for this change; its callbacks wait
+// (partition.gate) for those of its messages on c.
 func (p *Producer) grow(c *cluster, n int) error {
 	if err := p.beginChange(p.closing); err != nil {
 		return err

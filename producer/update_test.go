@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -297,4 +298,52 @@ func ExampleProducer_Update() {
 		ch.Epoch, ch.Markers, 100*float64(ch.SlotsMoved)/65536, ch.Done)
 	// Output:
 	// epoch 1: 4 markers, about 33% of the slots moved, done: true
+}
+
+// TestPartitionsAbove64Settle adds a cluster of 80 partitions: once a
+// tagged message of each moved key is acknowledged on its new partition
+// and the hand-overs have ended, the key owes nothing more there, on
+// partitions 64 and up as below.
+func TestPartitionsAbove64Settle(t *testing.T) {
+	fake := producertest.New(producertest.Partitions(2), producertest.Partitions(80, "c3"))
+	p := newProducer(t, fake, 2)
+	_, _, after, moved := sendAndUpdate(t, p, topo(3))
+	// "2" is tagged; "3", after every hand-over released (Flush), settles
+	// its partition if "2" did not (see TestUpdateAddsAClusterInOrder).
+	for _, v := range []string{"2", "3"} {
+		for k, err := range sendAll(p, moved, v)() {
+			require.NoError(t, err, k)
+		}
+		require.NoError(t, p.Flush(context.Background()))
+	}
+	high := 0
+	for _, k := range moved {
+		if after[k].partition >= 64 {
+			high++
+		}
+		assert.False(t, p.Owes(k), "%s on partition %d", k, after[k].partition)
+	}
+	require.NotZero(t, high, "some moved keys are on partitions 64 and up")
+}
+
+// An Update to a topology none of whose clusters answers is refused, as
+// New refuses one, naming them; the topology in use goes on. One that
+// keeps a working cluster adds the silent one down.
+func TestUpdateRefusesATopologyNoClusterAnswers(t *testing.T) {
+	fake := newFake(2)
+	fake.Cluster("c2").BlackHole(true)
+	p := newProducer(t, fake, 1, producer.StartTimeout(time.Millisecond))
+	only := producertest.Topology
+	err := p.Update(context.Background(), only("c2"))
+	require.ErrorIs(t, err, producer.ErrConnect)
+	var ce *producer.ClusterError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "c2", ce.Cluster)
+	assert.Equal(t, uint64(0), p.Epoch(), "nothing applied")
+	_, err = p.Send(context.Background(), &producer.Message{Key: "k", Value: []byte("v")})
+	require.NoError(t, err, "the topology in use goes on")
+
+	require.NoError(t, p.Update(context.Background(), only("c1", "c2")), "a working cluster stays: c2 is added down")
+	assert.Equal(t, uint64(1), p.Epoch())
+	require.NoError(t, p.Update(context.Background(), only("c1")))
 }

@@ -58,6 +58,25 @@ func benchRoute(b *testing.B, members []router.Member) {
 	}
 }
 
+// BenchmarkPartition is Partition alone over the hashes of 64K keys, by
+// partition count: jump hashing loops about ln(n) + 1 times.
+func BenchmarkPartition(b *testing.B) {
+	keys := benchKeys(24)
+	hs := make([]uint64, len(keys))
+	for i, k := range keys {
+		hs[i] = router.Hash(k)
+	}
+	for _, n := range []int{1, 5, 10, 100, 1000} {
+		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				sink += router.Partition(hs[i%numBenchKeys], n)
+				i++
+			}
+		})
+	}
+}
+
 // BenchmarkXXHash is the baseline: xxhash64 alone over the same keys.
 func BenchmarkXXHash(b *testing.B) {
 	for _, n := range []int{16, 24, 36} {

@@ -59,14 +59,14 @@
 //
 // # Partition choice
 //
-// The partition comes from the 48 low bits of the key hash, the ones the
-// slot does not use, reduced to [0, n) by Lemire's multiply-shift. They are
+// The partition is the jump consistent hash (Lamping and Veach) of the 48
+// low bits of the key hash, the ones the slot does not use, computed in
+// integers only so that every language gets the same answer. They are
 // independent of the cluster choice, so a partition count that is a
-// multiple of the cluster count shows no skew. Like Pulsar's own hash routing, it is
-// not consistent across a change of partition count: growing a topic from n
-// to n+1 partitions keeps about half of the keys in place. Jump hash would
-// keep n/(n+1), but costs more than the rest of the path together, and
-// Pulsar gives no ordering promise across a partition change anyway.
+// multiple of the cluster count shows no skew. Growing a topic from P to Q
+// partitions moves (Q-P)/Q of its keys, the least possible, and only to
+// the new partitions P to Q-1: a key whose partition under Q is below P
+// did not move.
 //
 // # Messages without a key
 //

@@ -26,8 +26,8 @@ func Example() {
 	k := router.KeylessHash(seq)
 	fmt.Println(r.Name(r.Cluster(k)), router.Partition(k, 10))
 	// Output:
-	// fra 2
-	// ams 6
+	// fra 1
+	// ams 5
 }
 
 func ExampleNew_errors() {

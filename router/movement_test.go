@@ -1,6 +1,8 @@
 package router_test
 
 import (
+	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -89,5 +91,36 @@ func TestReweight(t *testing.T) {
 		if from != to && to != "a" {
 			t.Fatalf("hash %#x moved %s -> %s when only a got heavier", h, from, to)
 		}
+	}
+}
+
+// TestGrowPartitions: growing a topic from P to Q partitions moves only
+// keys whose partition under Q is P or more, about (Q-P)/Q of them, spread
+// evenly over the new partitions; every other key keeps its partition.
+func TestGrowPartitions(t *testing.T) {
+	hs := sampleHashes(t)
+	for _, tc := range []struct{ from, to int }{{1, 2}, {5, 8}, {5, 6}, {7, 100}, {10, 11}, {64, 65}, {3, 1000}} {
+		t.Run(fmt.Sprintf("%d->%d", tc.from, tc.to), func(t *testing.T) {
+			moved := 0
+			into := make([]int, tc.to)
+			for _, h := range hs {
+				p, q := router.Partition(h, tc.from), router.Partition(h, tc.to)
+				if p == q {
+					continue
+				}
+				if q < tc.from {
+					t.Fatalf("hash %#x moved from partition %d to %d, an old one", h, p, q)
+				}
+				moved++
+				into[q]++
+			}
+			want := float64(tc.to-tc.from) / float64(tc.to)
+			share := float64(moved) / float64(len(hs))
+			t.Logf("%d -> %d partitions moved %.4f%% of keys (ideal %.4f%%)", tc.from, tc.to, 100*share, 100*want)
+			assert.InDelta(t, want, share, 0.003)
+			for q := tc.from; q < tc.to; q++ {
+				assert.InDelta(t, 1/float64(tc.to), float64(into[q])/float64(len(hs)), 5*math.Sqrt(1/float64(tc.to)/float64(len(hs))), "share moved into (5 sigma) partition %d", q)
+			}
+		})
 	}
 }

@@ -72,7 +72,21 @@ func refRoute(members []router.Member, h uint64, n int) (string, int) {
 		}
 		return a.name < b.name
 	})
-	_, low48 := refMul128(h, 1<<16) // h mod 2^48, shifted up by 16
-	hi, _ := refMul128(low48, uint64(n))
-	return cands[0].name, int(hi)
+	return cands[0].name, refPartition(h, n)
+}
+
+// refPartition is SPEC.md step 3, in big integers.
+func refPartition(h uint64, n int) int {
+	k := new(big.Int).SetUint64(h % (1 << 48))
+	mul := new(big.Int).SetUint64(0x27bb2ee687b0b0fd)
+	b, j := big.NewInt(-1), big.NewInt(0)
+	limit := big.NewInt(int64(n))
+	for j.Cmp(limit) < 0 {
+		b.Set(j)
+		k.Mul(k, mul).Add(k, big.NewInt(1)).Mod(k, two64)
+		r := new(big.Int).Rsh(k, 33)
+		r.Add(r, big.NewInt(1))
+		j.Add(b, big.NewInt(1)).Lsh(j, 31).Quo(j, r)
+	}
+	return int(b.Int64())
 }

@@ -37,6 +37,12 @@ const (
 
 	// unit53 is 2^-53, which scales a 53-bit integer into (0, 1).
 	unit53 = 0x1p-53
+
+	// lowMask keeps the 64-SlotBits low bits of a key hash, the partition's
+	// input; jumpMul is the multiplier of the linear congruential generator
+	// that jump consistent hashing draws from (Lamping and Veach).
+	lowMask = 1<<(64-SlotBits) - 1
+	jumpMul = 0x27bb2ee687b0b0fd
 )
 
 // Member is one routing target (a cluster). Weight > 0 is its relative share
@@ -216,16 +222,54 @@ func (r *Router) rank(v uint64, skip func(int) bool) int {
 	return r.index[best]
 }
 
-// Partition maps h to one of n >= 1 partitions, using the low 64-SlotBits
-// bits of h, which the cluster choice does not look at (SPEC.md, step 3).
-// It does not allocate, and panics if n < 1, as a zero partition count is a
-// caller bug.
+// Partition maps h to one of n >= 1 partitions by jump consistent hashing
+// of the low 64-SlotBits bits of h, which the cluster choice does not look
+// at (SPEC.md, step 3). Growing n from P to Q moves only keys to
+// partitions P to Q-1, about (Q-P)/Q of them: a key's partition under Q is
+// its partition under P or one of the new ones. It does not allocate, and
+// panics if n < 1, as a zero partition count is a caller bug.
 func Partition(h uint64, n int) int {
 	if n < 1 {
 		panic("router: Partition called with n < 1")
 	}
-	hi, _ := bits.Mul64(h<<SlotBits, uint64(n))
-	return int(hi)
+	if uint64(n) > 1<<32 {
+		return partitionWide(h, uint64(n))
+	}
+	// SPEC.md's loop, except that the last candidate j = floor(a / r) is
+	// found to be n or more without the division: floor(a / r) >= n
+	// exactly when a >= n * r (which fits: n <= 2^32, r <= 2^31).
+	k, un, b := h&lowMask, uint64(n), uint64(0)
+	for {
+		k = k*jumpMul + 1
+		r := k>>33 + 1
+		a := (b + 1) << 31
+		if a >= un*r {
+			return int(b)
+		}
+		b = a / r
+	}
+}
+
+// partitionWide is Partition for n above 2^32: SPEC.md's loop as written,
+// with a 128-bit product where (b+1) * 2^31 needs one.
+func partitionWide(h, n uint64) int {
+	k := h & lowMask
+	var b, j uint64
+	for j < n {
+		b = j
+		k = k*jumpMul + 1
+		r := k>>33 + 1
+		if b < 1<<32 {
+			j = (b + 1) << 31 / r
+			continue
+		}
+		hi, lo := bits.Mul64(b+1, 1<<31)
+		if hi >= r {
+			break // j >= 2^64 > n
+		}
+		j, _ = bits.Div64(hi, lo, r)
+	}
+	return int(b)
 }
 
 // KeylessHash returns the hash used to place the seq-th message that has no

@@ -167,10 +167,12 @@ func TestOrderIndependence(t *testing.T) {
 }
 
 func TestPartitionRange(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 5, 7, 10, 100, 1 << 20, math.MaxInt} {
-		for _, h := range []uint64{0, 1, math.MaxUint64, 0x8000000000000000} {
+	for _, un := range []uint64{1, 2, 3, 5, 7, 10, 100, 1 << 20, 1 << 32, 1<<32 + 1, 1 << 40, math.MaxInt64} {
+		n := int(min(un, math.MaxInt)) // on 32-bit platforms, the largest int
+		for _, h := range []uint64{0, 1, math.MaxUint64, 0x8000000000000000, 0xffffffffffff, 0x123456789abcdef} {
 			p := router.Partition(h, n)
 			assert.True(t, p >= 0 && p < n, "Partition(%#x, %d) = %d", h, n, p)
+			assert.Equal(t, refPartition(h, n), p, "Partition(%#x, %d)", h, n)
 		}
 	}
 	assert.Equal(t, 0, router.Partition(12345, 1))

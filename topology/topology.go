@@ -37,6 +37,17 @@ type Cluster struct {
 	Producer ProducerSettings `yaml:"producer,omitempty"`
 }
 
+// SameClient reports whether one pulsar-client-go client serves both a
+// and b: the same ServiceURL, Auth, TLS and Client settings. Name,
+// Weight, AdminURL and Producer are not client settings. It is the one
+// rule for a kept cluster whose settings change: keyroute.Clients
+// replaces a cluster's client, a consumer subscribes again and a producer
+// reconnects (the producer also when Producer changes) exactly when it is
+// false.
+func SameClient(a, b Cluster) bool {
+	return a.ServiceURL == b.ServiceURL && a.Auth == b.Auth && a.TLS == b.TLS && a.Client == b.Client
+}
+
 // Auth configures token authentication. At most one of Token and TokenFile
 // is set. Secrets never appear in errors, logs or String output: Auth
 // redacts Token when formatted, logged with log/slog or encoded as JSON.

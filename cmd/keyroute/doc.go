@@ -21,6 +21,7 @@
 //	keyroute topics describe -topology F TOPIC
 //	keyroute topics delete   -topology F [-force] TOPIC
 //	keyroute placement       -topology F -topic T | -partitions N|name=N,... KEY...
+//	keyroute plan            -topology F -to NEW -topic T | -partitions N|name=N,... [-grow name=N,...] [-keys FILE]
 //	keyroute health          -topology F TOPIC
 //	keyroute produce         -topology F -topic T [-key K] [-key-separator SEP] [-property name=value]... [VALUE...]
 //	keyroute consume         -topology F -topic T -subscription S [-type exclusive|failover|shared|key_shared] [-position latest|earliest] [-n N] [-wait D]
@@ -41,6 +42,29 @@
 // each cluster's admin API, with -partitions from the flag (no cluster is
 // asked). The empty key has no place: the producer spreads keyless
 // messages over every cluster and partition, and placement says so.
+//
+// plan shows what applying the topology NEW (producer.Update) would
+// move, before anyone applies it; it changes nothing and connects to no
+// broker. It refuses a NEW that Update refuses, with Update's error
+// (connecting to the added clusters is left to Update). It prints the
+// clusters to connect, drain, reweight and reconnect; the slots (of
+// 65536) that change cluster, which Update's Change.SlotsMoved then
+// reports, as slots and as a share of keys, per old and new cluster;
+// for each cluster whose topic grows (-grow: its partition count after;
+// Pulsar only grows a partitioned topic), the share of its keys that
+// change partition, measured through the partition function over 64
+// hashes per slot and stated with its tolerance (4 standard errors); the
+// share of keys moved in all; and the most markers the change writes,
+// one on each partition of every cluster that keys leave (a producer
+// writes one only on a partition it has written to, HANDOVER.md 7.6).
+// The partition counts come from the current clusters' admin APIs with
+// -topic, or from -partitions. -keys FILE (one key per line) adds the
+// exact count of those keys that move, in all and per row. Its -json
+// object has the fields slots, slotsMoved, share, tolerance, moves (from,
+// to, slots, share, keys), growth (cluster, partitionsBefore,
+// partitionsAfter, share, tolerance, shareOfAll, keys), markers, connect,
+// drain, reweight (cluster, from, to), reconnect (cluster, field, slots),
+// and with -keys keys and keysMoved; shares are fractions of 1.
 //
 // health checks, for each cluster, the service URL (a lookup of the topic,
 // as the consumer probes) and the admin URL (the topic's partitions, and

@@ -77,17 +77,9 @@ func runPlacement(ctx context.Context, e *env, name string, args []string) error
 	if err != nil {
 		return err
 	}
-	var counts []int // per cluster; 0: a non-partitioned topic
-	if parts.given() {
-		if counts, err = parts.counts("-partitions", topo); err != nil {
-			return err
-		}
-	} else if counts, err = topicPartitions(ctx, topo, t, c.timeout); err != nil {
+	counts, writers, err := partitionCounts(ctx, &parts, topo, t, c.timeout)
+	if err != nil {
 		return err
-	}
-	writers := make([]int, len(counts))
-	for i, n := range counts {
-		writers[i] = topicMeta{exists: true, partitions: n}.writers()
 	}
 	p, err := newPlacer(topo, writers)
 	if err != nil {
@@ -121,6 +113,26 @@ func runPlacement(ctx context.Context, e *env, name string, args []string) error
 		fmt.Fprintf(tw, "%q\t%s\t%d\t%s\n", o.Key, o.Cluster, *o.Partition, o.Topic)
 	}
 	return tw.Flush()
+}
+
+// partitionCounts returns the topic's partition count on each cluster of
+// topo (0: a non-partitioned topic), from parts when it was given, else
+// from each cluster's admin API (topicPartitions), and the partition
+// writers the producer opens there.
+func partitionCounts(ctx context.Context, parts *partitionSpec, topo *topology.Topology, t topicName, timeout time.Duration) (counts, writers []int, err error) {
+	if parts.given() {
+		counts, err = parts.counts("-partitions", topo)
+	} else {
+		counts, err = topicPartitions(ctx, topo, t, timeout)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	writers = make([]int, len(counts))
+	for i, n := range counts {
+		writers[i] = topicMeta{exists: true, partitions: n}.writers()
+	}
+	return counts, writers, nil
 }
 
 // topicPartitions returns t's partition count on each cluster (0 for a

@@ -50,6 +50,7 @@ func commands() []command {
 		{"topics describe", "TOPIC", "show the topic on every cluster: partitions, producers, subscriptions, backlog", runTopicsDescribe},
 		{"topics delete", "TOPIC", "delete the topic on every cluster", runTopicsDelete},
 		{"placement", "KEY...", "show the cluster and partition each key goes to", runPlacement},
+		{"plan", "", "show what applying a new topology (-to) would move, before it is applied", runPlan},
 		{"health", "TOPIC", "check every cluster's service and admin URL, the topic's partitions and its subscriptions' backlog", runHealth},
 		{"produce", "[VALUE...]", "send messages (the VALUE arguments, or the lines of stdin)", runProduce},
 		{"consume", "", "receive, print and acknowledge messages", runConsume},

@@ -103,7 +103,7 @@ var _ = Describe("consumer: one of five clusters out before New", Ordered, func(
 			cs, err := keyroute.NewClients(topo, keyroute.Transactions(true), keyroute.StartTimeout(startTimeout),
 				keyroute.ConfigureClient(func(_ string, o *pulsar.ClientOptions) { o.KeepAliveInterval = keepAlive }))
 			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func() { _ = cs.Close() })
+			DeferCleanup(func() { _ = cs.Close(context.Background()) })
 			shared, err := consumer.New(ctx, topo, append(opts(bedsuite.Unique("shared")), consumer.WithClients(cs))...)
 			sharedTook := time.Since(t2)
 			Expect(err).NotTo(HaveOccurred(), "New with shared clients starts without the fifth's client")

@@ -114,7 +114,7 @@ var _ = Describe("one of five clusters out before New", Ordered, func() {
 			cs, err := keyroute.NewClients(topo, keyroute.Transactions(true), keyroute.StartTimeout(startTimeout),
 				keyroute.ConfigureClient(func(_ string, o *pulsar.ClientOptions) { o.KeepAliveInterval = keepAlive }))
 			Expect(err).NotTo(HaveOccurred(), "NewClients starts with four of five clusters")
-			DeferCleanup(func() { _ = cs.Close() })
+			DeferCleanup(func() { _ = cs.Close(context.Background()) })
 			_, err = cs.Client(victim.Name)
 			Expect(err).To(MatchError(keyroute.ErrNotOpen))
 			shared, err := producer.New(ctx, topo, append(opts[:len(opts)-1:len(opts)-1],

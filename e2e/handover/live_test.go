@@ -18,6 +18,7 @@ import (
 	"github.com/keyroute/keyroute/e2e/internal/specreader"
 	"github.com/keyroute/keyroute/internal/admin"
 	"github.com/keyroute/keyroute/producer"
+	"github.com/keyroute/keyroute/router"
 	"github.com/keyroute/keyroute/topology"
 )
 
@@ -71,6 +72,9 @@ type liveChange struct {
 	epochs    uint64  // the producer's Epoch after apply
 	wantMoved float64 // the moved keys' fraction the weights give
 	popts     []producer.Opt
+	// check, if set, checks every key's owner before and after the
+	// change against what router predicts.
+	check func(keys []string, before, after map[string]owner)
 }
 
 // krReader reads a keyroute consumer from its own goroutine.
@@ -276,6 +280,9 @@ func runLive(sctx SpecContext, ch liveChange) {
 	c1 := time.Now()
 	after := placements(p, keys)
 	Expect(p.Epoch()).To(Equal(ch.epochs))
+	if ch.check != nil {
+		ch.check(keys, before, after)
+	}
 	time.Sleep(time.Until(c0.Add(liveWindow + liveTail)))
 	close(stop)
 	<-loaded
@@ -306,6 +313,7 @@ func runLive(sctx SpecContext, ch liveChange) {
 	time.Sleep(quiet)
 	stopReading()
 	<-kr.done
+	checkOwners(late, before, after)
 
 	moved, frac := ordercheck.Moved(keys, func(k string) owner { return before[k] }, func(k string) owner { return after[k] })
 	isMoved := func(k string) bool { return moved[k] }
@@ -416,10 +424,11 @@ var _ = Describe("a live topology change under steady load (producer.Update)", f
 		})
 	})
 
-	It("partitions 5 -> 8 on local-2: its keys that change partition move in order", func(sctx SpecContext) {
+	It("partitions 5 -> 8 on local-2: 3/8 of its keys move to the new partitions, in order, and no other key moves", func(sctx SpecContext) {
 		runLive(sctx, liveChange{
-			from: topoOf(5, nil), epochs: 1, wantMoved: partitionMove(5, 8) / 5,
+			from: topoOf(5, nil), epochs: 1, wantMoved: 3.0 / 8 / 5,
 			popts: []producer.Opt{producer.PartitionsAutoDiscoveryInterval(discovery)},
+			check: func(keys []string, before, after map[string]owner) { checkGrowth(keys, before, after, "local-2", 5, 8) },
 			apply: func(ctx context.Context, topic string, p *producer.Producer, c *consumer.Consumer) {
 				Expect(admin.Plain(suite.Bed.Cluster("local-2").AdminURL).UpdatePartitions(ctx, topic, 8)).To(Succeed())
 				// One discovery interval, then its lookup within the
@@ -441,19 +450,63 @@ var _ = Describe("a live topology change under steady load (producer.Update)", f
 	})
 })
 
-// partitionMove returns the fraction of a cluster's keys whose partition
-// differs between from and to partitions (SPEC.md step 3: a
-// multiply-shift of the hash's low bits, uniform over [0, 1)).
-func partitionMove(from, to int) float64 {
-	const steps = 1 << 20
-	n := 0
-	for i := range steps {
-		x := (float64(i) + 0.5) / steps
-		if int(x*float64(from)) != int(x*float64(to)) {
-			n++
+// checkGrowth checks a growth of cluster's partitions from P to Q: every
+// key of cluster is on the partition router.Partition gives for Q, which
+// is its old one or a new one (>= P), the others did not move; it prints
+// the fractions moved of the grown cluster's keys and of the others',
+// and holds the first to 40% ((Q-P)/Q is the least any function moves).
+func checkGrowth(keys []string, before, after map[string]owner, cluster string, from, to int) {
+	var grown, movedGrown, other, movedOther int
+	for _, k := range keys {
+		b, a := before[k], after[k]
+		if b.cluster != cluster {
+			other++
+			if a != b {
+				movedOther++
+			}
+			continue
+		}
+		grown++
+		Expect(a).To(Equal(owner{cluster, router.Partition(router.Hash(k), to)}), "%s: the owner router predicts", k)
+		if a != b {
+			movedGrown++
+			Expect(a.partition).To(BeNumerically(">=", from), "%s moved from partition %d to an old one", k, b.partition)
 		}
 	}
-	return float64(n) / steps
+	fg, fo := float64(movedGrown)/float64(grown), float64(movedOther)/float64(other)
+	GinkgoWriter.Printf("partitions %d -> %d on %s: moved %.4f of its %d keys (least possible %.4f), %.4f of the other clusters' %d keys\n",
+		from, to, cluster, fg, grown, float64(to-from)/float64(to), fo, other)
+	Expect(movedOther).To(BeZero(), "no key of another cluster moves")
+	Expect(fg).To(BeNumerically("<=", 0.40))
+}
+
+// checkOwners checks where the messages read by col lie: each key's on
+// its owner before the change or after it, and each key that moved (with
+// messages sent after the change: every key, at liveRate over liveKeys)
+// on its new owner too.
+func checkOwners(col *collector, before, after map[string]owner) {
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	onNew := map[string]bool{}
+	for _, d := range col.got {
+		b, ok := before[d.Key]
+		if !ok {
+			continue // a marker
+		}
+		at, a := owner{d.Cluster, int(d.Partition)}, after[d.Key]
+		Expect(at == b || at == a).To(BeTrue(), "%s read on %v: its owner was %v, is %v", d.Key, at, b, a)
+		if a != b && at == a {
+			onNew[d.Key] = true
+		}
+	}
+	moved := 0
+	for k, b := range before {
+		if after[k] != b {
+			moved++
+			Expect(onNew[k]).To(BeTrue(), "%s moved %v -> %v: read there", k, b, after[k])
+		}
+	}
+	GinkgoWriter.Printf("%d messages read where router placed them, before or after the change; the %d keys that moved read on their new owner\n", len(col.got), moved)
 }
 
 // handoverLog keeps the keyroute consumer's hand-over events.

@@ -9,7 +9,13 @@
 // messages back with their keys, values and properties, and deletes the
 // topic; and it checks that a cluster whose admin URL or token is wrong
 // (set through the SDK's environment overrides) is named in the error
-// while the other cluster still answers.
+// while the other cluster still answers. On the plain bed it plans four
+// changes in a row with keyroute plan (add, reweight, growth, drain) and
+// applies each with a producer's Update (the growth: found by its
+// partition discovery) while sending a known key set, then holds the plan
+// to what happened: the slots and markers the Update reports, and the
+// keys written, and read back, at another cluster or partition, against
+// the plan's exact count from -keys.
 //
 // The specs are behind the e2e build tag:
 //

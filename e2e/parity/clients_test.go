@@ -155,8 +155,8 @@ var _ = Describe("keyroute.Clients shared by producers and a consumer", func() {
 		Expect(keysOf(events1)).To(Equal(sorted(append(append(sentEvents, sentOwn...), moreEvents...))))
 
 		By("closing the Clients: every producer and consumer still open on them is closed")
-		Expect(cs.Close()).To(Succeed())
-		Expect(cs.Close()).To(Succeed(), "a second Close")
+		Expect(cs.Close(context.Background())).To(Succeed())
+		Expect(cs.Close(context.Background())).To(Succeed(), "a second Close")
 		for _, p := range []*producer.Producer{pEvents, pOrders2} {
 			_, err := p.Send(ctx, &producer.Message{Key: "late", Value: []byte("late")})
 			Expect(err).To(MatchError(producer.ErrClosed))

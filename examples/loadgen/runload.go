@@ -104,7 +104,7 @@ func runLoad(ctx context.Context, cfg *config, topo *topology.Topology, topics [
 			printErr(stderr, err)
 			return exitFailure
 		}
-		defer cs.Close()
+		defer cs.Close(context.Background())
 	}
 	var cons *consumers
 	if cfg.subscriptions > 0 {

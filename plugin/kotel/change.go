@@ -24,7 +24,10 @@ const (
 	changeDurDesc  = "Time from a change to the release or decision of its last hand-over (producer.Change.Stall)."
 	slotsName      = "keyroute.producer.change.moved.slots"
 	slotsUnit      = "{slot}"
-	slotsDesc      = "Number of routing slots (of 65536) whose cluster or partition changed."
+	slotsDesc      = "Number of routing slots (of 65536) whose cluster changed; a partition change moves keys but no slot."
+	keysName       = "keyroute.producer.change.moved.keys"
+	keysUnit       = "1"
+	keysDesc       = "Share of the key space (0 to 1 per change) whose keys a change moved to another cluster or partition (producer.Change.KeysMoved)."
 	markersName    = "keyroute.producer.change.sent.markers"
 	markersUnit    = "{marker}"
 	markersDesc    = "Number of hand-over markers written on the old owner partitions."
@@ -77,6 +80,7 @@ type changeKey struct {
 type changeMetrics struct {
 	changes, slots, markers, held, forced metric.Int64Counter
 	dur                                   metric.Float64Histogram
+	keys                                  metric.Float64Counter
 
 	mu   sync.Mutex // guards seen and next
 	seen [seenChanges]changeKey
@@ -100,6 +104,10 @@ func newChangeMetrics(meter metric.Meter) (*changeMetrics, error) {
 		if *c.inst, err = meter.Int64Counter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.desc)); err != nil {
 			return nil, fmt.Errorf("kotel: %s: %w", c.name, err)
 		}
+	}
+	m.keys, err = meter.Float64Counter(keysName, metric.WithUnit(keysUnit), metric.WithDescription(keysDesc))
+	if err != nil {
+		return nil, fmt.Errorf("kotel: %s: %w", keysName, err)
 	}
 	m.dur, err = meter.Float64Histogram(changeDurName, metric.WithUnit("s"), metric.WithDescription(changeDurDesc),
 		metric.WithExplicitBucketBoundaries(changeBuckets[:]...))
@@ -128,8 +136,8 @@ var _ producer.ChangeObserver = (*Observer)(nil)
 
 // OnChange records a change once its hand-overs have ended (c.Done): one
 // in keyroute.producer.changes, its Stall in
-// keyroute.producer.change.duration, and its SlotsMoved, Markers, Held and
-// Forced in their counters. Reports of a change still under way (applied,
+// keyroute.producer.change.duration, and its SlotsMoved, KeysMoved,
+// Markers, Held and Forced in their counters. Reports of a change still under way (applied,
 // a hand-over forced) record nothing: the ended report carries their
 // figures, and Forced is the number of hand-overs decided.
 //
@@ -164,6 +172,7 @@ func (o *Observer) OnChange(c producer.Change) {
 	m.changes.Add(ctx, 1, set)
 	m.dur.Record(ctx, c.Stall.Seconds(), set)
 	m.slots.Add(ctx, int64(c.SlotsMoved), set)
+	m.keys.Add(ctx, c.KeysMoved, set)
 	m.markers.Add(ctx, int64(c.Markers), set)
 	m.held.Add(ctx, c.Held, set)
 	m.forced.Add(ctx, int64(c.Forced), set)

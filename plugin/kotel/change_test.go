@@ -60,6 +60,10 @@ func assertChange(t *testing.T, m map[string]metricdata.Aggregation, ch producer
 			assert.Len(t, m[name].(metricdata.Sum[int64]).DataPoints, 1, name)
 		}
 	}
+	keys, ok := m["keyroute.producer.change.moved.keys"].(metricdata.Sum[float64])
+	require.True(t, ok, "type %T", m["keyroute.producer.change.moved.keys"])
+	assert.True(t, keys.IsMonotonic)
+	assert.InDelta(t, ch.KeysMoved, pointWith(t, keys.DataPoints, func(dp metricdata.DataPoint[float64]) attribute.Set { return dp.Attributes }, attrs).Value, 1e-12)
 	dp := changeHist(t, m, attrs)
 	assert.Equal(t, uint64(1), dp.Count)
 	assert.Equal(t, ch.Stall.Seconds(), dp.Sum)
@@ -235,7 +239,7 @@ func TestOnChange(t *testing.T) {
 	b := a // another Producer's first change
 	b.Stall, b.Held, b.Forced = 20*time.Millisecond, 3, 0
 	r.obs.OnChange(b)
-	grown := producer.Change{Epoch: 2, SlotsMoved: 65536, Markers: 4, Held: 9, Done: true, Stall: 3 * time.Millisecond,
+	grown := producer.Change{Epoch: 2, KeysMoved: 0.25, Markers: 4, Held: 9, Done: true, Stall: 3 * time.Millisecond,
 		Grown: "east", PartitionsBefore: 4, PartitionsAfter: 8}
 	r.obs.OnChange(grown)
 	r.obs.OnChange(grown)
@@ -252,7 +256,9 @@ func TestOnChange(t *testing.T) {
 
 	part := changeAttrs("partitions", "handed_over", attribute.String("keyroute.cluster", "east"))
 	assert.Equal(t, int64(1), changeCount(t, m, "keyroute.producer.changes", part))
-	assert.Equal(t, int64(65536), changeCount(t, m, "keyroute.producer.change.moved.slots", part))
+	assert.Equal(t, int64(0), changeCount(t, m, "keyroute.producer.change.moved.slots", part))
+	keys := m["keyroute.producer.change.moved.keys"].(metricdata.Sum[float64])
+	assert.Equal(t, 0.25, pointWith(t, keys.DataPoints, func(dp metricdata.DataPoint[float64]) attribute.Set { return dp.Attributes }, part).Value)
 	assert.Equal(t, int64(9), changeCount(t, m, "keyroute.producer.change.held.messages", part))
 	assert.Equal(t, 0.003, changeHist(t, m, part).Sum)
 }
@@ -273,6 +279,8 @@ func TestChangeMetricsPartitionGrowth(t *testing.T) {
 	assert.Equal(t, 2, ch.PartitionsBefore)
 	assert.Equal(t, 4, ch.PartitionsAfter)
 	assert.Equal(t, 2, ch.Markers, "a marker on each of c1's old partitions")
+	assert.Zero(t, ch.SlotsMoved, "a growth moves no slot")
+	assert.InDelta(t, 0.25, ch.KeysMoved, 0.02, "2 -> 4 partitions moves half of c1's keys, about half of all")
 	assertChange(t, m, ch, changeAttrs("partitions", "handed_over", attribute.String("keyroute.cluster", "c1")), true)
 }
 

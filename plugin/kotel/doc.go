@@ -63,7 +63,12 @@
 //     120 s): Change.Stall, from the change to the release or decision
 //     of its last hand-over;
 //   - counter keyroute.producer.change.moved.slots ({slot}): the routing
-//     slots (of 65536) whose owner changed, Change.SlotsMoved;
+//     slots (of 65536) whose owner changed, Change.SlotsMoved (none for a
+//     partition change);
+//   - counter keyroute.producer.change.moved.keys (1): the share of the
+//     key space that moved to another cluster or partition,
+//     Change.KeysMoved (a growth from P to Q partitions moves (Q-P)/Q of
+//     the grown cluster's keys);
 //   - counter keyroute.producer.change.sent.markers ({marker}): the old
 //     owner partitions given a hand-over marker, Change.Markers;
 //   - counter keyroute.producer.change.held.messages ({message}): the

@@ -26,6 +26,7 @@ SLOT_BITS = 16
 G = 0x9E3779B97F4A7C15
 M1 = 0xBF58476D1CE4E5B9
 M2 = 0x94D049BB133111EB
+J = 0x27BB2EE687B0B0FD  # jump hash LCG multiplier (2862933555777941757)
 
 
 def rotl(x, r):
@@ -107,14 +108,33 @@ def owner(members, h):
 
 
 def partition(h, n):
-    low = h & ((1 << (64 - SLOT_BITS)) - 1)
-    return (low * n) >> (64 - SLOT_BITS)
+    """Step 3: jump consistent hash of the 48 low bits, in integers."""
+    k = h & ((1 << (64 - SLOT_BITS)) - 1)
+    b, j = -1, 0
+    while j < n:
+        b = j
+        k = (k * J + 1) & MASK
+        j = ((b + 1) << 31) // ((k >> 33) + 1)
+    return b
+
+
+def check_growth():
+    """Growing P to Q partitions leaves a key where it was or puts it on a
+    new partition (>= P), as SPEC.md step 3 says."""
+    moved = 0
+    for seq in range(20000):
+        h = keyless(seq)
+        p, q = partition(h, 5), partition(h, 8)
+        assert q == p or q >= 5, (seq, p, q)
+        moved += q != p
+    assert abs(moved / 20000 - 3 / 8) < 0.02, moved
 
 
 def main():
     assert xxh64(b"") == 0xEF46DB3751D8E999
     assert xxh64(b"abc") == 0x44BC2CF5AD770999
     assert keyless(0) == 0xE220A8397B1DCDAF
+    check_growth()
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors.json")
     with open(path, encoding="utf-8") as f:
