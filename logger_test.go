@@ -31,7 +31,7 @@ func TestLoggerGetsEachClientsLogsWithItsCluster(t *testing.T) {
 	logs := &attrLogs{}
 	cs, err := keyroute.NewClients(topo, keyroute.Logger(slog.New(logs)))
 	require.NoError(t, err)
-	defer cs.Close()
+	defer cs.Close(context.Background())
 	client, err := cs.Client("east")
 	require.NoError(t, err)
 	_, err = client.TopicPartitions("persistent://public/default/t")

@@ -26,7 +26,7 @@ func TestLoggerGetsTheConsumersLogs(t *testing.T) {
 		if shared {
 			cs, err := keyroute.NewClients(topo)
 			require.NoError(t, err)
-			defer cs.Close()
+			defer cs.Close(context.Background())
 			opts = append(opts, consumer.WithClients(cs))
 		}
 		c, err := consumer.New(context.Background(), topo, opts...)

@@ -132,16 +132,18 @@ func TestPlacementTextOutput(t *testing.T) {
 func TestPlacementOfTheEmptyKeySaysItIsSpread(t *testing.T) {
 	v := loadVectors(t)
 	path := vectorTopology(t, v, "five-equal")
+	p, err := newPlacer(loadForTest(t, path), []int{5, 5, 5, 5, 5})
+	require.NoError(t, err)
+	ci, pi := p.place("a")
 	out := runCmd(t, nil, "placement", "-topology", path, "-partitions", "5", "-json", "--", "", "a")
 	require.Equal(t, exitOK, out.code, out.stderr)
 	var got []placed
 	require.NoError(t, json.Unmarshal([]byte(out.stdout), &got))
-	three := 3
-	assert.Equal(t, []placed{{Key: "", Keyless: true}, {Key: "a", Cluster: "ams", Partition: &three}}, got)
-	assert.JSONEq(t, `[{"key":"","keyless":true},{"key":"a","cluster":"ams","partition":3}]`, out.stdout)
+	assert.Equal(t, []placed{{Key: "", Keyless: true}, {Key: "a", Cluster: p.names[ci], Partition: &pi}}, got)
+	assert.JSONEq(t, `[{"key":"","keyless":true},{"key":"a","cluster":"`+p.names[ci]+`","partition":`+strconv.Itoa(pi)+`}]`, out.stdout)
 
 	out = runCmd(t, nil, "placement", "-topology", path, "-partitions", "5", "--", "", "a")
 	require.Equal(t, exitOK, out.code, out.stderr)
 	assert.Regexp(t, `(?m)^""\s+keyless: spread over every cluster and partition, not hashed\s*$`, out.stdout)
-	assert.Regexp(t, `(?m)^"a"\s+ams\s+3\s*$`, out.stdout)
+	assert.Regexp(t, `(?m)^"a"\s+`+p.names[ci]+`\s+`+strconv.Itoa(pi)+`\s*$`, out.stdout)
 }
