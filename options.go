@@ -48,8 +48,9 @@ func Transactions(on bool) Opt { return optFunc(func(c *cfg) { c.transactions = 
 // options bound their buffers on top of it.
 func MemoryLimit(bytes int64) Opt { return optFunc(func(c *cfg) { c.memoryLimit = bytes }) }
 
-// Logger sets a logger for pulsar-client-go's logs, with a "cluster"
-// attribute (default: none).
+// Logger routes every client's pulsar-client-go logs to l, with a
+// "cluster" attribute (default: nothing is logged). The producers' and
+// consumers' own logs go where their own Logger options say.
 func Logger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.logger = l }) }
 
 // ConfigureClient lets fn adjust each cluster's pulsar-client-go client

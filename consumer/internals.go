@@ -41,7 +41,8 @@ func brokerError(err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := errors.AsType[*BrokerError](err); ok {
+	var be *BrokerError
+	if errors.As(err, &be) {
 		return err
 	}
 	msg := err.Error()

@@ -221,8 +221,8 @@ func (c *cfg) validate() error {
 		return badOption("Decryption", "nil", "needs a key reader")
 	case c.cryptoFailure < CryptoFail || c.cryptoFailure > CryptoConsume:
 		return badOption("Decryption", c.cryptoFailure, "unknown failure action")
-	case c.clients != nil && (c.logger != nil || c.configureClient != nil):
-		return fmt.Errorf("%w: Logger and ConfigureClient configure the clients a Consumer opens itself: with WithClients, give them to keyroute.NewClients", ErrBadOption)
+	case c.clients != nil && c.configureClient != nil:
+		return fmt.Errorf("%w: ConfigureClient configures the clients a Consumer opens itself: with WithClients, give it to keyroute.NewClients", ErrBadOption)
 	}
 	if err := c.validateRetry(); err != nil {
 		return err
@@ -395,8 +395,11 @@ func RequireTopic(on bool) Opt { return optFunc(func(c *cfg) { c.requireTopic = 
 // Observer); plugin/kotel provides one.
 func Observe(o Observer) Opt { return optFunc(func(c *cfg) { c.observer = o }) }
 
-// Logger sets a logger for pulsar-client-go's logs, with a "cluster"
-// attribute (default: none).
+// Logger routes the Consumer's logs (a cluster subscribed, removed,
+// drained, its partitions grown) to l, and pulsar-client-go's logs of the
+// clients it opens itself, with a "cluster" attribute. Without it, nothing
+// is logged. With WithClients, pulsar-client-go's logs go where
+// keyroute.Logger sends them.
 func Logger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.logger = l }) }
 
 // ConfigureClient lets fn adjust each cluster's pulsar-client-go client

@@ -87,7 +87,8 @@ func Reason(err error) ReasonCode {
 			return r.code
 		}
 	}
-	if _, ok := errors.AsType[*BrokerError](err); ok {
+	var be *BrokerError
+	if errors.As(err, &be) {
 		return ReasonBroker
 	}
 	return ReasonOther

@@ -117,7 +117,8 @@ func Reason(err error) ReasonCode {
 	if err == nil {
 		return ReasonNone
 	}
-	if _, ok := errors.AsType[*PartialCommitError](err); ok {
+	var pe *PartialCommitError
+	if errors.As(err, &pe) {
 		return ReasonTxnPartialCommit
 	}
 	for _, r := range reasons {
@@ -125,7 +126,8 @@ func Reason(err error) ReasonCode {
 			return r.code
 		}
 	}
-	if se, ok := errors.AsType[*SendError](err); ok && se.Cause != nil {
+	var se *SendError
+	if errors.As(err, &se) && se.Cause != nil {
 		return ReasonBroker
 	}
 	return ReasonOther

@@ -40,7 +40,8 @@
 // cluster names and weights, then the partition among the topic's
 // partitions on that cluster): with -topic the partition counts come from
 // each cluster's admin API, with -partitions from the flag (no cluster is
-// asked).
+// asked). The empty key has no place: the producer spreads keyless
+// messages over every cluster and partition, and placement says so.
 //
 // plan shows what applying the topology NEW (producer.Update) would
 // move, before anyone applies it; it changes nothing and connects to no

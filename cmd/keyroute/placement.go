@@ -13,12 +13,19 @@ import (
 
 // placed is where one key goes.
 type placed struct {
-	Key       string `json:"key"`
-	Cluster   string `json:"cluster"`
-	Partition int    `json:"partition"`
+	Key string `json:"key"`
+	// Keyless is true for the empty key, which has no place: the producer
+	// spreads keyless messages over every cluster and partition instead
+	// of hashing them. Cluster, Partition and Topic are then unset.
+	Keyless   bool   `json:"keyless,omitempty"`
+	Cluster   string `json:"cluster,omitempty"`
+	Partition *int   `json:"partition,omitempty"`
 	// Topic is the partition's full topic name, with -topic.
 	Topic string `json:"topic,omitempty"`
 }
+
+// spread is the text output's row for the empty key.
+const spread = "keyless: spread over every cluster and partition, not hashed"
 
 // placer computes placements as the producer does: the router over the
 // topology's cluster names and weights, then the partition among the
@@ -80,8 +87,12 @@ func runPlacement(ctx context.Context, e *env, name string, args []string) error
 	}
 	out := make([]placed, fs.NArg())
 	for i, key := range fs.Args() {
+		if key == "" {
+			out[i] = placed{Key: key, Keyless: true}
+			continue
+		}
 		ci, pi := p.place(key)
-		out[i] = placed{Key: key, Cluster: p.names[ci], Partition: pi}
+		out[i] = placed{Key: key, Cluster: p.names[ci], Partition: &pi}
 		switch {
 		case *topic != "" && counts[ci] > 0:
 			out[i].Topic = t.partition(pi)
@@ -95,7 +106,11 @@ func runPlacement(ctx context.Context, e *env, name string, args []string) error
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "KEY\tCLUSTER\tPARTITION\t%s\n", map[bool]string{true: "TOPIC"}[*topic != ""])
 	for _, o := range out {
-		fmt.Fprintf(tw, "%q\t%s\t%d\t%s\n", o.Key, o.Cluster, o.Partition, o.Topic)
+		if o.Keyless {
+			fmt.Fprintf(tw, "%q\t%s\n", o.Key, spread)
+			continue
+		}
+		fmt.Fprintf(tw, "%q\t%s\t%d\t%s\n", o.Key, o.Cluster, *o.Partition, o.Topic)
 	}
 	return tw.Flush()
 }

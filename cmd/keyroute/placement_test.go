@@ -77,7 +77,7 @@ func TestPlacementKnownAnswers(t *testing.T) {
 		require.Equal(t, exitOK, out.code, out.stderr)
 		var got []placed
 		require.NoError(t, json.Unmarshal([]byte(out.stdout), &got))
-		require.Equal(t, []placed{{Key: string(key), Cluster: kv.Cluster, Partition: kv.Partition}}, got,
+		require.Equal(t, []placed{{Key: string(key), Cluster: kv.Cluster, Partition: &kv.Partition}}, got,
 			"set %s key %x partitions %d", kv.Set, key, kv.Partitions)
 	}
 }
@@ -99,7 +99,7 @@ func TestPlacementFromTheClustersPartitions(t *testing.T) {
 	seen := map[string]bool{}
 	for i, g := range got {
 		ci, pi := p.place(keys[i])
-		want := placed{Key: keys[i], Cluster: p.names[ci], Partition: pi, Topic: testTopic}
+		want := placed{Key: keys[i], Cluster: p.names[ci], Partition: &pi, Topic: testTopic}
 		if ci == 0 {
 			want.Topic = testTopic + "-partition-" + strconv.Itoa(pi)
 		}
@@ -124,4 +124,26 @@ func TestPlacementTextOutput(t *testing.T) {
 	require.Equal(t, exitOK, out.code, out.stderr)
 	// The first vector of five-equal: "a" -> ams, partition 2 of 5.
 	assert.Regexp(t, `(?m)^"a"\s+ams\s+2\s*$`, out.stdout)
+}
+
+// The empty key has no place: the producer spreads keyless messages, so
+// placement says so instead of printing the cluster and partition a hash
+// of "" would give; the other keys are placed as usual.
+func TestPlacementOfTheEmptyKeySaysItIsSpread(t *testing.T) {
+	v := loadVectors(t)
+	path := vectorTopology(t, v, "five-equal")
+	p, err := newPlacer(loadForTest(t, path), []int{5, 5, 5, 5, 5})
+	require.NoError(t, err)
+	ci, pi := p.place("a")
+	out := runCmd(t, nil, "placement", "-topology", path, "-partitions", "5", "-json", "--", "", "a")
+	require.Equal(t, exitOK, out.code, out.stderr)
+	var got []placed
+	require.NoError(t, json.Unmarshal([]byte(out.stdout), &got))
+	assert.Equal(t, []placed{{Key: "", Keyless: true}, {Key: "a", Cluster: p.names[ci], Partition: &pi}}, got)
+	assert.JSONEq(t, `[{"key":"","keyless":true},{"key":"a","cluster":"`+p.names[ci]+`","partition":`+strconv.Itoa(pi)+`}]`, out.stdout)
+
+	out = runCmd(t, nil, "placement", "-topology", path, "-partitions", "5", "--", "", "a")
+	require.Equal(t, exitOK, out.code, out.stderr)
+	assert.Regexp(t, `(?m)^""\s+keyless: spread over every cluster and partition, not hashed\s*$`, out.stdout)
+	assert.Regexp(t, `(?m)^"a"\s+`+p.names[ci]+`\s+`+strconv.Itoa(pi)+`\s*$`, out.stdout)
 }

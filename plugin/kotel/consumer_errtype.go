@@ -26,7 +26,8 @@ func ackErrorType(err error) string {
 	case errors.Is(err, consumer.ErrClosed):
 		return "closed"
 	}
-	if ce, ok := errors.AsType[*consumer.ClusterError](err); ok && ce.Err != nil {
+	var ce *consumer.ClusterError
+	if errors.As(err, &ce) && ce.Err != nil {
 		err = ce.Err
 	}
 	return semconv.ErrorType(err).Value.AsString()

@@ -64,7 +64,7 @@ func NewConsumerObserver(opts ...ConsumerOpt) (*ConsumerObserver, error) {
 		o.spanName = "receive " + c.topic
 	}
 	o.sites.topic, o.sites.subscription, o.sites.urls = c.topic, c.subscription, c.urls
-	o.spans = newSpans(c.cfg)
+	o.spans.init(c.cfg)
 	// Both counters are observed, as the producer's sent counter is: the
 	// ConsumerObserver counts with atomics and reports the totals at each
 	// collection.
@@ -119,6 +119,8 @@ func (o *ConsumerObserver) OnReceive(m *consumer.Message) {
 		clear(attrs)
 		*bp = attrs[:0]
 		attrPool.Put(bp)
+	} else {
+		o.spans.notRecording(trace.SpanContext{}, span)
 	}
 	span.End()
 }

@@ -17,7 +17,8 @@ import (
 func errorType(err error) string {
 	switch r := producer.Reason(err); r {
 	case producer.ReasonOther, producer.ReasonBroker:
-		if se, ok := errors.AsType[*producer.SendError](err); ok && se.Cause != nil {
+		var se *producer.SendError
+		if errors.As(err, &se) && se.Cause != nil {
 			err = se.Cause
 		}
 		return semconv.ErrorType(err).Value.AsString()

@@ -52,7 +52,8 @@ func New(opts ...Opt) (*Observer, error) {
 		}
 	}
 	meter := c.mp.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
-	o := &Observer{spans: newSpans(c)}
+	o := &Observer{}
+	o.spans.init(c)
 	if c.tracing {
 		o.prop = c.prop
 	}
@@ -121,11 +122,13 @@ func (o *Observer) OnStart(ctx context.Context, ev *producer.Event) map[string]s
 		}
 		return props
 	}
-	ctx, span := tracer.Start(ctx, d.spanName, d.startOpts...)
-	props := o.inject(ctx, ev)
+	sctx, span := tracer.Start(ctx, d.spanName, d.startOpts...)
+	props := o.inject(sctx, ev)
 	ev.Token = d
 	if span.IsRecording() {
-		ev.Token = &traced{d: d, ctx: ctx}
+		ev.Token = &traced{d: d, ctx: sctx}
+	} else {
+		o.spans.notRecording(trace.SpanContextFromContext(ctx), span)
 	}
 	return props
 }

@@ -48,9 +48,10 @@ func WithMeterProvider(mp metric.MeterProvider) Opt {
 // (default: otel.GetTracerProvider() at New). nil keeps the default.
 //
 // By default, while no TracerProvider has been set with
-// otel.SetTracerProvider, the Observer starts no span, as with trace/noop's
-// tracer: the global tracer's spans would be no-op spans, and starting them
-// costs more than the rest of the Observer. Once one is set, spans are
+// otel.SetTracerProvider, the Observer starts no span (but the first, whose
+// no-op span shows it), as with trace/noop's tracer: the global tracer's
+// spans would be no-op spans, and starting them costs more than the rest of
+// the Observer. Once one is set, spans are
 // started through it. Given explicitly, even the global default, every span
 // is started: for instrumentation that attaches to the global tracer's
 // spans (go.opentelemetry.io/auto).
