@@ -168,13 +168,15 @@ func TestReconnectUnderConcurrentSends(t *testing.T) {
 // sendDuring sends perKey messages (values 0, 1, ...) on each key, from
 // senders goroutines that share the keys out, while change runs; then it
 // flushes and checks that every message had exactly one outcome, a
-// success.
+// success. The first half of each key's messages races the change; the
+// second half waits until it has returned, so that some are always
+// placed after it, however fast the senders run.
 func sendDuring(t *testing.T, p *producer.Producer, keys []string, senders, perKey int, change func() error) {
 	t.Helper()
 	var mu sync.Mutex
 	outcomes := map[string]int{}
 	var wg, sent sync.WaitGroup
-	start := make(chan struct{})
+	start, changed := make(chan struct{}), make(chan struct{})
 	for s := range senders {
 		sent.Add(1)
 		go func() {
@@ -182,6 +184,9 @@ func sendDuring(t *testing.T, p *producer.Producer, keys []string, senders, perK
 			<-start
 			mine := keys[s*len(keys)/senders : (s+1)*len(keys)/senders]
 			for i := range perKey {
+				if i == perKey/2 {
+					<-changed
+				}
 				for _, k := range mine {
 					wg.Add(1)
 					v := strconv.Itoa(i)
@@ -198,7 +203,9 @@ func sendDuring(t *testing.T, p *producer.Producer, keys []string, senders, perK
 		}()
 	}
 	close(start)
-	require.NoError(t, change())
+	err := change()
+	close(changed)
+	require.NoError(t, err)
 	sent.Wait()
 	require.NoError(t, p.Flush(context.Background()))
 	wg.Wait()
