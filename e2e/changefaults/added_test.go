@@ -54,15 +54,22 @@ func silentListener() net.Listener {
 	return ln
 }
 
+// withSilent returns topo with a cluster named "silent" added, served by
+// a silentListener.
+func withSilent(topo *topology.Topology) (*topology.Topology, topology.Cluster) {
+	GinkgoHelper()
+	ln := silentListener()
+	silent := topology.Cluster{Name: "silent", ServiceURL: "pulsar://" + ln.Addr().String(), Weight: 1}
+	return &topology.Topology{Clusters: append(slices.Clone(topo.Clusters), silent)}, silent
+}
+
 var _ = Describe("producer.Update adding a cluster that does not work", func() {
 	It("adds a cluster that never answers down (its keys fail fast, the others go on), refuses one where the topic is missing, and Close returns within its ctx", func(sctx SpecContext) {
 		ctx := specCtx(sctx, 4*updateBound)
 		a, b, c := clusters()
 		topic := newTopic(ctx, "added", a, b) // missing on c
-		ln := silentListener()
 		oldTopo := topoOf(a.Name, b.Name)
-		silent := topology.Cluster{Name: "silent", ServiceURL: "pulsar://" + ln.Addr().String(), Weight: 1}
-		downTopo := &topology.Topology{Clusters: append(slices.Clone(oldTopo.Clusters), silent)}
+		downTopo, silent := withSilent(oldTopo)
 		refusedTopo := &topology.Topology{Clusters: append(slices.Clone(downTopo.Clusters), topoOf(c.Name).Clusters...)}
 
 		p := openProducer(ctx, oldTopo, topic, producer.OnClusterDown(producer.FailFast))
@@ -147,5 +154,34 @@ var _ = Describe("producer.Update adding a cluster that does not work", func() {
 		// failed), so per-cluster reading keeps its order too.
 		r := checkPlain("topic", l, readPlain(ctx, topic, acked(l), a.Name, b.Name))
 		Expect(r.Reordered).To(BeZero(), "%v", r.Examples)
+	})
+})
+
+var _ = Describe("Close with a silent cluster added", func() {
+	It("returns at its ctx's end, with the ctx's error, while a connection attempt to that cluster still runs", func(sctx SpecContext) {
+		ctx := specCtx(sctx, 4*updateBound)
+		a, b, _ := clusters()
+		topic := newTopic(ctx, "closectx", a, b)
+		oldTopo := topoOf(a.Name, b.Name)
+		downTopo, _ := withSilent(oldTopo)
+		// Closed by the spec with a short ctx; the cleanup only makes
+		// sure of it (a second Close returns the first one's error).
+		p, err := producer.New(ctx, oldTopo, producer.Topic(topic), producer.SendTimeout(sendTimeout), producer.StartTimeout(startTimeout))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) { _ = p.Close(ctx) })
+		_, err = within(ctx, updateBound, func(ctx context.Context) error { return p.Update(ctx, downTopo) })
+		Expect(err).NotTo(HaveOccurred())
+
+		short := startTimeout / 5
+		cctx, cancel := context.WithTimeout(ctx, short)
+		defer cancel()
+		t0 := time.Now()
+		err = p.Close(cctx)
+		took := time.Since(t0)
+		GinkgoWriter.Printf("Close with a ctx of %s took %s: %v\n", short, took.Round(time.Millisecond), err)
+		Expect(err == nil || errors.Is(err, context.DeadlineExceeded)).To(BeTrue(), "nil or the ctx's error: %v", err)
+		Expect(took).To(BeNumerically("<", startTimeout), "Close returned at its ctx's end (%s), not with the silent cluster's timeouts", short)
+		_, err = p.Send(ctx, &producer.Message{Key: "late", Value: []byte("late")})
+		Expect(err).To(MatchError(producer.ErrClosed))
 	})
 })

@@ -15,6 +15,8 @@
 //     answers (with a ctx that ends first: nothing applied, the ctx's
 //     error; then added down: its keys fail fast) and one that refuses
 //     (the topic missing there: refused, nothing applied), then Close;
+//     and Close, with such a cluster added, given a ctx shorter than
+//     that cluster's timeouts: it returns at the ctx's end;
 //   - the old owner's JVM stopped (SIGSTOP) during a drain under load,
 //     under OnClusterDown FailFast (the held messages fail, not written)
 //     and Spill (they are written marked unordered), then resumed;
