@@ -18,8 +18,9 @@
 //     and Close, with such a cluster added, given a ctx shorter than
 //     that cluster's timeouts: it returns at the ctx's end;
 //   - the old owner's JVM stopped (SIGSTOP) during a drain under load,
-//     under OnClusterDown FailFast (the held messages fail, not written)
-//     and Spill (they are written marked unordered), then resumed;
+//     under OnClusterDown FailFast (the held messages fail, not written),
+//     WaitUp (they wait, none unordered) and Spill (they are written
+//     marked unordered), then resumed;
 //   - two producer instances applying the same change one after the
 //     other (router/HANDOVER.md section 9), under load.
 //

@@ -139,12 +139,13 @@ func sendTracked(ctx context.Context, p *producer.Producer, l *ordercheck.Ledger
 // asyncSender hands messages to SendAsync, one key after another every
 // tick, until stopped, and checks that each gets exactly one outcome.
 type asyncSender struct {
-	stop                       chan struct{}
-	done                       chan struct{}
+	stop     chan struct{}  // closed by end
+	done     chan struct{}  // closed when the sending goroutine returns
+	outcomes sync.WaitGroup // one per message, until its callback
+
 	mu                         sync.Mutex // guards the counts below
 	sent, acked, failed, twice int
-	byErr                      map[string]int
-	outcomes                   sync.WaitGroup // one per message, until its callback
+	byErr                      map[string]int // failures by errKind
 }
 
 func startAsync(ctx context.Context, p *producer.Producer, l *ordercheck.Ledger, name string, keys []string, tick time.Duration) *asyncSender {

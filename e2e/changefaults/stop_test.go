@@ -19,7 +19,7 @@ import (
 const handoverTimeout = sendTimeout / 2
 
 var _ = Describe("the old owner stopped (SIGSTOP) during a hand-over", func() {
-	for _, policy := range []producer.DownPolicy{producer.FailFast, producer.Spill} {
+	for _, policy := range []producer.DownPolicy{producer.FailFast, producer.WaitUp, producer.Spill} {
 		It("under "+policy.String()+": every message gets one outcome, every acknowledged one is read, and each break of order is reported", func(sctx SpecContext) {
 			ctx := specCtx(sctx, 4*updateBound)
 			a, b, c := clusters()
@@ -77,7 +77,7 @@ var _ = Describe("the old owner stopped (SIGSTOP) during a hand-over", func() {
 			// The consumer holds the moved keys' messages up to its
 			// HoldTimeout while the old owner is stopped.
 			got := rd.waitAll(l, consumer.DefaultHoldTimeout+sendBound)
-			checkRead(ctx, "consumer", l, got, cons)
+			r := checkRead(ctx, "consumer", l, got, cons)
 			var unordered uint64
 			for _, h := range cons.Health(ctx) {
 				unordered += h.Unordered
@@ -88,6 +88,13 @@ var _ = Describe("the old owner stopped (SIGSTOP) during a hand-over", func() {
 				// unordered.
 				Expect(snd.byErr["cluster down"]).To(BeNumerically(">", 0))
 				Expect(unordered).To(BeZero())
+				Expect(r.Reordered).To(BeZero(), "%v", r.Examples)
+			case producer.WaitUp:
+				// The held messages waited (DownWait) past the decision:
+				// written in order once the old owner answered, or failed
+				// after; none was sent unordered.
+				Expect(unordered).To(BeZero())
+				Expect(r.Reordered).To(BeZero(), "%v", r.Examples)
 			case producer.Spill:
 				// The held messages were written to their new owner,
 				// marked unordered; none failed for the stop's sake.
