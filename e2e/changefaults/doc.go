@@ -19,8 +19,8 @@
 //     that cluster's timeouts: it returns at the ctx's end;
 //   - the old owner's JVM stopped (SIGSTOP) during a drain under load,
 //     under OnClusterDown FailFast (the held messages fail, not written),
-//     WaitUp (they wait, none unordered) and Spill (they are written
-//     marked unordered), then resumed;
+//     WaitUp (they wait DownWait longer, then fail; none unordered) and
+//     Spill (they are written marked unordered), then resumed;
 //   - two producer instances applying the same change one after the
 //     other (router/HANDOVER.md section 9), under load.
 //

@@ -50,11 +50,13 @@ var _ = Describe("the old owner stopped (SIGSTOP) during a hand-over", func() {
 			Expect(err).NotTo(HaveOccurred())
 
 			// The markers on the stopped cluster cannot be acknowledged:
-			// OnClusterDown decides at HandoverTimeout.
+			// OnClusterDown decides at HandoverTimeout (under WaitUp,
+			// DownWait later).
 			Eventually(func() int {
 				ch, _ := p.LastChange()
 				return ch.Forced
-			}).WithTimeout(handoverTimeout+sendBound).Should(BeNumerically(">", 0), "a forced decision within HandoverTimeout (%s)", handoverTimeout)
+			}).WithTimeout(handoverTimeout+producer.DefaultDownWait+sendBound).Should(BeNumerically(">", 0),
+				"a forced decision at HandoverTimeout (%s), or DownWait (%s) later", handoverTimeout, producer.DefaultDownWait)
 			GinkgoWriter.Printf("forced decision %s after the stop\n", time.Since(stopped).Round(time.Millisecond))
 			n0 := snd.count()
 			Eventually(snd.count).WithTimeout(sendBound).Should(BeNumerically(">=", n0+len(keys)), "messages go on being sent while the stop lasts")
@@ -90,9 +92,10 @@ var _ = Describe("the old owner stopped (SIGSTOP) during a hand-over", func() {
 				Expect(unordered).To(BeZero())
 				Expect(r.Reordered).To(BeZero(), "%v", r.Examples)
 			case producer.WaitUp:
-				// The held messages waited (DownWait) past the decision:
-				// written in order once the old owner answered, or failed
-				// after; none was sent unordered.
+				// The held messages waited DownWait past HandoverTimeout
+				// (the old owner still stopped), then failed, not
+				// written; none was sent unordered.
+				Expect(snd.byErr["cluster down"]).To(BeNumerically(">", 0))
 				Expect(unordered).To(BeZero())
 				Expect(r.Reordered).To(BeZero(), "%v", r.Examples)
 			case producer.Spill:
