@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,7 +151,7 @@ func New(ctx context.Context, topo *topology.Topology, opts ...Opt) (*Producer, 
 		return nil, err
 	}
 	if c.clients != nil {
-		detach, err := c.clients.AttachUser(keyroute.User{Name: strings.TrimSpace(fmt.Sprintf("producer %s of %q", c.name, c.topic)),
+		detach, err := c.clients.AttachUser(keyroute.User{Name: userName(c.name, c.topic),
 			Close: p.Close, Update: p.Update})
 		if err != nil {
 			_ = p.Close(ctx)
@@ -517,4 +516,12 @@ func closeWriters(ws []writer) {
 		}()
 	}
 	wg.Wait()
+}
+
+// userName names a producer in keyroute.Clients' errors.
+func userName(name, topic string) string {
+	if name == "" {
+		return fmt.Sprintf("producer of %q", topic)
+	}
+	return fmt.Sprintf("producer %q of %q", name, topic)
 }
