@@ -183,8 +183,9 @@ func TestStartAfterRefusesWhatIsNoPosition(t *testing.T) {
 	}
 	assert.ErrorContains(t, newWith(tp, pos("c1", 2, 1, 1, -1)), "partition 2")
 	for name, ids := range map[string][]consumer.ID{
-		"no Pulsar ID":       {{Cluster: "c1"}},
-		"partition mismatch": {{Cluster: "c1", Partition: 1, Pulsar: pulsar.NewMessageID(1, 1, -1, 0)}},
+		"no Pulsar ID": {{Cluster: "c1"}},
+		// 0 is a partition consumer's own numbering, any other is the topic's.
+		"partition mismatch": {{Cluster: "c1", Partition: 1, Pulsar: pulsar.NewMessageID(1, 1, -1, 2)}},
 		"two for one":        {pos("c1", 0, 1, 1, -1), pos("c1", 0, 1, 2, -1)},
 	} {
 		err := newWith(tp, ids...)
