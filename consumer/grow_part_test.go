@@ -146,4 +146,14 @@ func TestGrowthAddsOnlyTheNewPartitions(t *testing.T) {
 	assert.Equal(t, []string{"ack 0:0", "ack 0:1"}, old0.log(), "each old message acknowledged once")
 	assert.Equal(t, []string{"ack 0:0", "ack 0:1"}, old1.log())
 	assert.Equal(t, uint64(5), health(c, "c1").Delivered)
+
+	// An ID read back from its text numbers its Pulsar ID's partition as
+	// the topic does: acknowledged on that partition's stream all the same.
+	bed.stream("c1", 2).push(0, "d", "d1")
+	m = receive(t, c)
+	id, err := consumer.ParseID(m.ID.String())
+	require.NoError(t, err)
+	require.EqualValues(t, 2, id.Pulsar.PartitionIdx())
+	require.NoError(t, c.AckID(context.Background(), id))
+	assert.Equal(t, []string{"ack 0:0"}, bed.stream("c1", 2).log())
 }
