@@ -39,7 +39,9 @@ import (
 
 // atLatestThenEarliest makes the subscription o asks for at Latest exist
 // on every partition the topic has now, then sets o to Earliest; o at
-// Earliest already is left alone. pulsar-client-go subscribes every
+// Earliest already is left alone; for the one consumer over every
+// partition of a Retry subscription (the others subscribe each partition
+// they looked up by its name). pulsar-client-go subscribes every
 // partition it finds with the SubscriptionInitialPosition the consumer
 // was made with, and it looks the partitions up again inside Subscribe:
 // a partition added since the Consumer's lookup, which producers may

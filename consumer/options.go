@@ -412,8 +412,11 @@ func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
 // consumer options after keyroute has filled them in, for what keyroute
 // does not wrap (Properties, SubscriptionProperties, PriorityLevel,
 // ReadCompacted, KeySharedPolicy, Interceptors, MaxReconnectToBroker,
-// BackOffPolicyFunc, NackBackoffPolicy, chunking limits, ...). fn runs once
-// per cluster at New, on New's goroutines. It must not change Topic,
+// BackOffPolicyFunc, NackBackoffPolicy, chunking limits, ...). fn runs for
+// each pulsar-client-go consumer keyroute opens on the cluster, one per
+// partition (o.Topic names the partition topic; with Retry, one over the
+// topic), each time it subscribes (New, a reconnect, a growth's new
+// partitions), on keyroute's goroutines. It must not change Topic,
 // Topics, TopicsPattern, SubscriptionName, Type, MessageChannel,
 // AckWithResponse, AutoDiscoveryPeriod (see
 // PartitionsAutoDiscoveryInterval) or RetryEnable (see Retry), which
