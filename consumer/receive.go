@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
@@ -223,6 +224,14 @@ func (c *Consumer) first(ctx context.Context, p *pause) (pulsar.ConsumerMessage,
 		if cm, pt, ok := c.take(c.rotor.Load()); ok {
 			return cm, pt, nil
 		}
+		// Over more parts than wait selects on plainly, a wait allocates
+		// for each part: first let the partitions' pulsar-client-go
+		// dispatchers run, which mostly have a message to hand over.
+		if len(c.set.Load().parts) > maxPlainWait {
+			if cm, pt, ok := c.yieldTake(); ok {
+				return cm, pt, nil
+			}
+		}
 		cm, pt, err := c.wait(ctx, p.begin)
 		if err == errWake || err == errSetChanged {
 			continue
@@ -231,6 +240,22 @@ func (c *Consumer) first(ctx context.Context, p *pause) (pulsar.ConsumerMessage,
 			return cm, pt, err
 		}
 	}
+}
+
+// waitYields is how many times yieldTake lets other goroutines run
+// before a take waits.
+const waitYields = 2
+
+// yieldTake takes a message (see take) after yielding the processor, up
+// to waitYields times; ok is false when none came.
+func (c *Consumer) yieldTake() (pulsar.ConsumerMessage, *part, bool) {
+	for range waitYields {
+		runtime.Gosched()
+		if cm, pt, ok := c.take(c.rotor.Load()); ok {
+			return cm, pt, true
+		}
+	}
+	return pulsar.ConsumerMessage{}, nil, false
 }
 
 // take returns a message to hand over that is already there: a released

@@ -121,6 +121,9 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 	return cm, nil, errSeekBegun
 }
 
+// maxPlainWait is the most parts wait selects on without reflect.
+const maxPlainWait = 4
+
 // errSetChanged ends a wait on a cluster set that was replaced: the take
 // looks again.
 var errSetChanged = errors.New("consumer: cluster set changed")
