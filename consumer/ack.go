@@ -3,6 +3,8 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
@@ -101,10 +103,14 @@ func (c *Consumer) Nack(m *Message) error {
 	if err != nil {
 		return err
 	}
+	s, pid, err := k.streamFor(m.ID)
+	if err != nil {
+		return clusterErr(k.name, "nack", err)
+	}
 	if m.raw != nil && k == m.k {
-		k.link.stream.Nack(m.raw)
+		s.Nack(m.raw)
 	} else {
-		k.link.stream.NackID(m.ID.Pulsar)
+		s.NackID(pid)
 	}
 	c.nacked(k, m.ID)
 	return nil
@@ -123,7 +129,11 @@ func (c *Consumer) NackID(id ID) error {
 	if err != nil {
 		return err
 	}
-	k.link.stream.NackID(id.Pulsar)
+	s, pid, err := k.streamFor(id)
+	if err != nil {
+		return clusterErr(k.name, "nack", err)
+	}
+	s.NackID(pid)
 	c.nacked(k, id)
 	return nil
 }
@@ -184,16 +194,44 @@ func (a ackKind) op() string {
 	return "ack"
 }
 
-// send hands the acknowledgement to k's pulsar-client-go consumer.
+// send hands the acknowledgement to the pulsar-client-go consumer of
+// id's partition on k.
 func (k *cluster) send(a ackKind, id ID, raw pulsar.Message) error {
+	s, pid, err := k.streamFor(id)
+	if err != nil {
+		return err
+	}
 	switch a {
 	case ackMsg:
-		return k.link.stream.Ack(raw)
+		return s.Ack(raw)
 	case ackCumulative:
-		return k.link.stream.AckIDCumulative(id.Pulsar)
+		return s.AckIDCumulative(pid)
 	}
-	return k.link.stream.AckID(id.Pulsar)
+	return s.AckID(pid)
 }
+
+// streamFor returns the stream that reads id's partition on k, and id's
+// Pulsar ID as that stream numbers it: a partition's own consumer
+// numbers its one partition 0 (an ID made elsewhere may number it as
+// the topic does).
+func (k *cluster) streamFor(id ID) (stream, pulsar.MessageID, error) {
+	var p *part
+	if id.Partition >= 0 && id.Partition <= math.MaxInt32 {
+		p = k.part(int32(id.Partition))
+	}
+	if p == nil {
+		return nil, nil, fmt.Errorf("%w: partition %d (it reads %d)", errNoPartition, id.Partition, k.partCount())
+	}
+	pid := id.Pulsar
+	if p.idx >= 0 && pid.PartitionIdx() != 0 {
+		pid = pulsar.NewMessageID(pid.LedgerID(), pid.EntryID(), pid.BatchIdx(), 0)
+	}
+	return p.stream, pid, nil
+}
+
+// errNoPartition is the cause of an acknowledgement of a partition that
+// the cluster's subscription does not read.
+var errNoPartition = errors.New("no such partition read on the cluster")
 
 // acked sends an acknowledgement, waiting at most until ctx ends when it
 // waits for the broker (AckWithResponse), and counts and observes its

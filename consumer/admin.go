@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-
 	"github.com/keyroute/keyroute/topology"
 )
 
@@ -194,16 +192,17 @@ type cursorAfter struct {
 // there is the one after it. It creates the subscription there first
 // when it does not exist. No consumer should be attached to the
 // subscription on that partition: the broker disconnects those that are.
-func (a *admin) resetAfter(ctx context.Context, topic, sub string, parts int, id pulsar.MessageID) error {
+func (a *admin) resetAfter(ctx context.Context, topic, sub string, parts int, kid ID) error {
 	p, err := adminPath(topic)
 	if err != nil {
 		return err
 	}
 	if parts > 0 {
-		p += partitionSuffix + strconv.Itoa(int(id.PartitionIdx()))
+		p += partitionSuffix + strconv.Itoa(kid.Partition)
 	}
 	p += "/subscription/" + url.PathEscape(sub)
-	at := cursorAt{Ledger: id.LedgerID(), Entry: id.EntryID(), Partition: id.PartitionIdx()}
+	id := kid.Pulsar
+	at := cursorAt{Ledger: id.LedgerID(), Entry: id.EntryID(), Partition: int32(kid.Partition)}
 	st, body, err := a.do(ctx, http.MethodPut, p, at)
 	switch {
 	case err != nil:

@@ -28,9 +28,9 @@ type Consumer struct {
 	joinsStopped bool       // Close has begun: nothing joins from now on
 	updateMu     sync.Mutex // one Update at a time
 
-	// rotor is the index of the cluster a take tries first: the one after
-	// the cluster of the last message taken, so that the clusters that
-	// have messages take turns (a busy cluster cannot starve the others).
+	// rotor is the index of the part a take tries first: the one after
+	// the part of the last message taken, so that the partitions that
+	// have messages take turns (a busy one cannot starve the others).
 	rotor atomic.Uint32
 	// slab is where Receive carves its Messages from (see carve).
 	slab atomic.Pointer[slab]
@@ -83,6 +83,9 @@ type clusterSet struct {
 	// then those removed by an Update and still draining.
 	read   []*cluster
 	byName map[string]*cluster // read, by name
+	// parts are the parts of read, cluster by cluster, each's in
+	// partition order: what takes read.
+	parts []*part
 	// members holds every cluster, joined or not: the topology's in its
 	// order, then those draining.
 	members []*member
@@ -118,9 +121,11 @@ type member struct {
 	checking atomic.Bool // a drain's backlog check is running
 
 	// Partition discovery (grow.go): discovering is set while a lookup
-	// runs; discovered, the monitor's own, is when it last started one;
-	// partsErr is Health's PartitionsErr (a shrink), nil when none.
+	// runs, growing while new partitions are subscribed; discovered, the
+	// monitor's own, is when it last started one; partsErr is Health's
+	// PartitionsErr (a shrink, a failed growth), nil when none.
 	discovering atomic.Bool
+	growing     atomic.Bool
 	discovered  time.Time
 	partsErr    atomic.Pointer[error]
 
@@ -138,10 +143,13 @@ func (m *member) admin() *admin { return m.adm.Load() }
 // acknowledgements go to. The member's counters are its own.
 type cluster struct {
 	*member
-	idx   atomic.Uint32 // in the read set it was last published in
 	owner *Consumer
 	link  *link
-	in    <-chan pulsar.ConsumerMessage // link.stream.Chan()
+	// parts are the subscription's streams as takes read them: one per
+	// partition, by index, or with link.whole the one over every
+	// partition. A growth replaces the slice with a longer one (under the
+	// Consumer's setMu, see grow.go); the parts in it never change.
+	parts atomic.Pointer[[]*part]
 	// gone is set once the subscription left the read set to be closed
 	// (a reconnect, the end of a drain, Close): acknowledgements of its
 	// messages go by ID to the member's current subscription.
@@ -152,8 +160,62 @@ type cluster struct {
 	retryMu sync.RWMutex
 }
 
+// part is one stream of a cluster's subscription, the unit takes read:
+// one partition's pulsar-client-go consumer, each with its own channel,
+// so that the merge takes from each partition on its own.
+type part struct {
+	k      *cluster
+	idx    int32         // the partition; -1: every partition (link.whole), each message's ID names its own
+	at     atomic.Uint32 // its index in the read set it was last published in
+	stream stream
+	in     <-chan pulsar.ConsumerMessage // stream.Chan()
+}
+
+// newParts returns the parts of streams, the partitions from first on
+// (whole: the one stream over every partition).
+func (k *cluster) newParts(streams []stream, first int) []*part {
+	ps := make([]*part, len(streams))
+	for i, s := range streams {
+		ps[i] = &part{k: k, idx: int32(first + i), stream: s, in: s.Chan()}
+		if k.link.whole {
+			ps[i].idx = -1
+		}
+	}
+	return ps
+}
+
+// partition returns the partition of raw, taken from p.
+func (p *part) partition(raw pulsar.Message) int32 {
+	if p.idx >= 0 {
+		return p.idx
+	}
+	return max(0, raw.ID().PartitionIdx())
+}
+
+// part returns the part that reads partition i of k's subscription, nil
+// when it reads none of that index.
+func (k *cluster) part(i int32) *part {
+	ps := *k.parts.Load()
+	if k.link.whole {
+		return ps[0]
+	}
+	if i < 0 || int(i) >= len(ps) {
+		return nil
+	}
+	return ps[i]
+}
+
+// partCount is how many partitions k's subscription reads.
+func (k *cluster) partCount() int {
+	if k.link.whole {
+		return k.link.parts
+	}
+	return len(*k.parts.Load())
+}
+
 // New validates the topology and options and subscribes on every cluster
-// (on every partition of the topic there), in parallel.
+// (on every partition of the topic there, each with a pulsar-client-go
+// consumer of its own), in parallel.
 //
 // New returns once every cluster is subscribed, or once StartTimeout has
 // passed with at least one subscribed: the clusters that have not
@@ -352,13 +414,15 @@ func closeClusters(ks []*cluster) {
 	wg.Wait()
 }
 
-// close closes k's subscription and its client (when the Consumer opened
-// it).
+// close closes k's subscription (each part's stream) and its client
+// (when the Consumer opened it).
 func (k *cluster) close() {
 	k.retryMu.Lock()
 	k.gone.Store(true)
 	k.retryMu.Unlock()
-	k.link.stream.Close()
+	for _, p := range *k.parts.Load() {
+		p.stream.Close()
+	}
 	k.link.close()
 }
 

@@ -2,19 +2,20 @@
 // set of independent Pulsar clusters back as one stream.
 //
 // Data flows topology -> consumer. New subscribes one subscription name on
-// the topic on every cluster of a validated topology.Topology (on every
-// partition there), with one pulsar-client-go client and consumer per
-// cluster. The path of a message, in a few lines:
+// the topic on every cluster of a validated topology.Topology, with one
+// pulsar-client-go client per cluster and one pulsar-client-go consumer
+// per partition there (with Retry, one per cluster, over every partition
+// and the retry topic). The path of a message, in a few lines:
 //
 //	broker (cluster c, partition p) -> pulsar-client-go's receiver queue
-//	  (MaxBuffered, split over the partitions of every cluster) -> c's
-//	  pulsar-client-go consumer channel (every partition of c, in order)
+//	  (MaxBuffered, split over the partitions of every cluster) -> p's
+//	  pulsar-client-go consumer channel (p's messages, in order)
 //	Receive / ReceiveBatch / ReceiveInto: the caller's goroutine takes
-//	  from the clusters' channels in turn (a busy cluster cannot starve
+//	  from the partitions' channels in turn (a busy one cannot starve
 //	  the others), and waits on all of them only when all are empty (a
 //	  silent or unreachable cluster holds nobody up); Observer.OnReceive
 //	Chan(): the same, through one goroutine that hands each message over
-//	Ack / Nack / AckCumulative by message or ID -> c's pulsar-client-go
+//	Ack / Nack / AckCumulative by message or ID -> p's pulsar-client-go
 //	  consumer (acknowledgements grouped as AckGrouping says)
 //
 // No goroutine of the Consumer stands between the brokers' client and the
@@ -65,9 +66,8 @@
 // weights are ignored. A bad topology is refused and the old one keeps
 // running. Takes read the set of clusters from one atomic snapshot, with
 // no lock per message. The Consumer also looks each cluster's partition
-// count up (PartitionsAutoDiscoveryInterval) and subscribes a cluster
-// whose topic grew again over all its partitions, reading the new ones
-// from their first message.
+// count up (PartitionsAutoDiscoveryInterval) and, when a cluster's topic
+// grew, subscribes the new partitions alone, from their first message.
 //
 // # Positions
 //

@@ -62,12 +62,13 @@ func BenchmarkAdmit(b *testing.B) {
 			k := &cluster{member: &member{name: "c1"}, owner: c}
 			c.set.Store(&clusterSet{read: []*cluster{k}, byName: map[string]*cluster{"c1": k}, changed: make(chan struct{})})
 			c.hold.init(c)
+			p := &part{k: k, idx: -1}
 			m := &benchMsg{props: props}
-			c.admit(m, k) // the first makes the frontier table
+			c.admit(m, p) // the first makes the frontier table
 			if holding {
 				held := &benchMsg{id: benchID{part: 1, entry: 1}, props: map[string]string{}}
 				router.Tag{Producer: 1, Epoch: 1, From: []router.Origin{{Cluster: "c1", Partition: 2, Pos: router.Position{Ledger: 1, Entry: 9}}}}.AddTo(held.props)
-				if c.admit(held, k) {
+				if c.admit(held, p) {
 					b.Fatal("not held")
 				}
 			}
@@ -75,7 +76,7 @@ func BenchmarkAdmit(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				m.id.entry = int64(i + 1)
-				if !c.admit(m, k) {
+				if !c.admit(m, p) {
 					b.Fatal("held")
 				}
 			}

@@ -156,6 +156,7 @@ type fakeBed struct {
 	parts   map[string]int // the topic's partition count per cluster; 1 when not set
 	carry   bool           // a new stream of a cluster goes on from its old one's positions
 	joins   map[string]int // subscriptions made per cluster
+	gate    chan struct{}  // when set, subscribes wait until it is closed
 }
 
 func newFakeBed(queue int) *fakeBed {
@@ -164,6 +165,12 @@ func newFakeBed(queue int) *fakeBed {
 }
 
 func (b *fakeBed) connect(_ context.Context, cl topology.Cluster, share int) (consumer.Stream, func() error, error) {
+	b.mu.Lock()
+	gate := b.gate
+	b.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.shares[cl.Name] = share

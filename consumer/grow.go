@@ -2,37 +2,37 @@ package consumer
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
 // Partition growth. The Consumer looks each cluster's partition count up
-// itself, every PartitionsAutoDiscoveryInterval, and subscribes a cluster
-// whose topic grew again, over every partition, on the same subscription;
-// pulsar-client-go's own discovery is kept from running (discoveryOff).
+// itself, every PartitionsAutoDiscoveryInterval, and subscribes the new
+// partitions of a cluster whose topic grew, each with a pulsar-client-go
+// consumer of its own (link.more) at Earliest, so that nothing producers
+// wrote there before the Consumer found them is skipped
+// (router/HANDOVER.md, section 9). The old partitions keep their
+// consumers, receive queues, acknowledgements and delivered frontiers:
+// their messages go on flowing, and none comes again. The new parts join
+// the read set when all are subscribed; until then Health says Growing,
+// and a failed attempt (PartitionsErr) is tried again at the next lookup.
 //
-// Why not pulsar-client-go's discovery: v0.21.0's
-// internalTopicSubscribeToPartitions (pulsar/consumer_impl.go), when
-// subscribing one new partition fails, closes every partition consumer
-// in its new list, the old partitions' included (it copied them in), and
-// keeps the closed ones; the next round copies them again and subscribes
-// only the partitions past them, so the old partitions are never read
-// again (apache/pulsar-client-go#1426).
-//
-// The new subscription resumes the old partitions from their cursors
-// (messages delivered and not yet acknowledged come again) and starts the
-// new ones at Earliest, so nothing producers wrote there before the
-// Consumer found them is skipped (router/HANDOVER.md, section 9). The
-// partitions' delivered frontiers are kept across it: the same partitions
-// of the same subscription, so a moved message at a new partition whose
-// origin passed before it is not held again.
+// A subscription that is one stream over every partition (link.whole: a
+// Retry subscription, whose pulsar-client-go consumer also reads the
+// retry topic, and fakes) is subscribed again over all of them instead
+// (regrow): the cluster is not read meanwhile, and messages delivered
+// and not acknowledged come again.
 
 // discoveryOff is the AutoDiscoveryPeriod given to pulsar-client-go: its
-// discovery never runs (see above).
+// discovery never runs (a partition topic has nothing to discover; with
+// Retry, v0.21.0's, when subscribing one new partition fails, closes the
+// old partitions' consumers for good: apache/pulsar-client-go#1426).
 const discoveryOff = time.Duration(math.MaxInt64)
 
-// errGrowing is the state of a cluster between the subscription that read
-// its old partitions and the one over all of them.
+// errGrowing is the state of a whole-stream cluster between the
+// subscription that read its old partitions and the one over all of them.
 var errGrowing = errors.New("the topic's partitions grew: subscribing again over all of them")
 
 // errShrunk is Health's PartitionsErr for a count below the one subscribed.
@@ -53,20 +53,56 @@ func (c *Consumer) discover(now time.Time) {
 			if err != nil { // the probe reports the cluster's trouble
 				return
 			}
-			switch {
-			case n > k.link.parts:
+			switch had := k.partCount(); {
+			case n > had && k.link.more != nil:
+				c.grow(m, k, had, n)
+			case n > had:
 				m.partsErr.Store(nil)
 				c.regrow(m, k, n)
-			case n < k.link.parts:
+			case n < had:
 				if m.partsErr.Swap(&errShrunk) == nil {
 					c.log().Error("keyroute: the topic's partition count shrank; reading the partitions subscribed",
-						"cluster", m.name, "topic", c.cfg.topic, "subscribed", k.link.parts, "now", n)
+						"cluster", m.name, "topic", c.cfg.topic, "subscribed", had, "now", n)
 				}
 			default:
 				m.partsErr.Store(nil)
 			}
 		})
 	}
+}
+
+// grow subscribes partitions [had, n) of k, m's subscription, and adds
+// them to k's parts and the read set; the old parts are not touched. It
+// holds seekMu, so that a seek moves either the old parts alone, before,
+// or every part, after. A failure leaves the parts as they were and is
+// Health's PartitionsErr until an attempt succeeds.
+func (c *Consumer) grow(m *member, k *cluster, had, n int) {
+	m.growing.Store(true)
+	defer m.growing.Store(false)
+	c.log().Info("keyroute: the topic's partitions grew; subscribing the new ones",
+		"cluster", m.name, "topic", c.cfg.topic, "from", had, "to", n)
+	c.seekMu.Lock()
+	defer c.seekMu.Unlock()
+	streams, err := k.link.more(c.joinCtx, had, n)
+	if err != nil {
+		err = clusterErr(m.name, "partitions", fmt.Errorf("subscribe partitions %d to %d: %w", had, n-1, brokerError(err)))
+		m.partsErr.Store(&err)
+		c.log().Warn("keyroute: subscribing the new partitions failed; trying again at the next lookup", "cluster", m.name, "error", err)
+		return
+	}
+	c.setMu.Lock()
+	if c.joinsStopped || m.cur.Load() != k || k.gone.Load() {
+		c.setMu.Unlock()
+		for _, s := range streams {
+			s.Close()
+		}
+		return
+	}
+	ps := append(slices.Clip(*k.parts.Load()), k.newParts(streams, had)...)
+	k.parts.Store(&ps)
+	c.publish(c.set.Load().members)
+	c.setMu.Unlock()
+	m.partsErr.Store(nil)
 }
 
 // regrow replaces k, m's subscription over parts it had, by one over all
@@ -84,6 +120,8 @@ func (c *Consumer) regrow(m *member, k *cluster, n int) {
 		return
 	}
 	defer m.trying.Store(false)
+	m.growing.Store(true)
+	defer m.growing.Store(false)
 	m.cur.Store(nil)
 	m.jmu.Lock()
 	m.late, m.err = true, errGrowing
@@ -91,12 +129,12 @@ func (c *Consumer) regrow(m *member, k *cluster, n int) {
 	c.publish(c.set.Load().members)
 	c.setMu.Unlock()
 	c.log().Info("keyroute: the topic's partitions grew; subscribing again over all of them",
-		"cluster", m.name, "topic", c.cfg.topic, "from", k.link.parts, "to", n)
+		"cluster", m.name, "topic", c.cfg.topic, "from", k.partCount(), "to", n)
 	clean := c.awaitAcks(m)
 	c.hold.forget(k, forgetKeepFrontiers)
 	k.close()
 	if clean && c.cfg.subType == Exclusive {
-		c.skipAcknowledged(m, k.link.parts)
+		c.skipAcknowledged(m, k.partCount())
 	}
 	c.joinAttempt(c.joinCtx, m) // on this goroutine, which Close waits for
 }

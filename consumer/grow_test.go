@@ -135,3 +135,24 @@ func TestGrowthDropsAcknowledgedRedeliveries(t *testing.T) {
 		})
 	}
 }
+
+// While a cluster read as one stream over every partition is subscribed
+// again for a growth, Health says Growing, with no error: a planned step.
+func TestGrowthOfOneStreamIsAState(t *testing.T) {
+	bed := newFakeBed(16)
+	bed.setParts("c1", 1)
+	c := newConsumer(t, bed, 1, consumer.PartitionsAutoDiscoveryInterval(time.Millisecond), consumer.ProbeInterval(time.Millisecond))
+	gate := make(chan struct{})
+	bed.mu.Lock()
+	bed.gate = gate
+	bed.mu.Unlock()
+	bed.setParts("c1", 2)
+	waitFor(t, func() bool { return health(c, "c1").Growing })
+	h := health(c, "c1")
+	assert.NoError(t, h.Err)
+	assert.NoError(t, h.PartitionsErr)
+	assert.False(t, h.Connected, "not read meanwhile")
+	close(gate)
+	waitFor(t, func() bool { h := health(c, "c1"); return h.Partitions == 2 && !h.Growing })
+	assert.NoError(t, health(c, "c1").Err)
+}

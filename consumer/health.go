@@ -33,6 +33,11 @@ type ClusterHealth struct {
 	// topic: it was deleted and made again), nil otherwise.
 	Partitions    int
 	PartitionsErr error
+	// Growing is true while the topic has more partitions there than
+	// Partitions and the new ones are being subscribed (the others are
+	// read on meanwhile); a failed attempt is PartitionsErr, and the next
+	// lookup tries again.
+	Growing bool
 	// Delivered counts the messages of the cluster handed to the caller:
 	// returned by Receive or ReceiveBatch, or taken from Chan (messages
 	// received from the broker but not yet taken, or dropped by SeekByTime
@@ -99,12 +104,15 @@ func (c *Consumer) Health(ctx context.Context) []ClusterHealth {
 		}
 		k.hold.health(h)
 		h.PartitionsErr = k.partitionsErr()
+		h.Growing = k.growing.Load()
 		if cur != nil {
-			h.Partitions = cur.link.parts
+			h.Partitions = cur.partCount()
 		}
 		if cur == nil { // not asked: its admin API may not answer either
-			h.Err = c.connectError(k, k.lastErr())
-			h.BacklogErr = h.Err
+			h.BacklogErr = c.connectError(k, k.lastErr())
+			if !h.Growing { // a whole-stream growth (grow.go) is a state
+				h.Err = h.BacklogErr
+			}
 			continue
 		}
 		if !k.knowsBacklog() {

@@ -170,10 +170,10 @@ func (h *holder) reset() {
 	h.busy.Store(0)
 }
 
-// admit says whether raw, taken from k, is handed to the caller now; when
+// admit says whether raw, taken from p, is handed to the caller now; when
 // false the holder took it (a marker, or a held message).
-func (c *Consumer) admit(raw pulsar.Message, k *cluster) bool {
-	if c.cfg.skip.n.Load() != 0 && c.skipped(raw, k) { // a batch split by a position (position.go), a growth's redeliveries (grow.go)
+func (c *Consumer) admit(raw pulsar.Message, p *part) bool {
+	if c.cfg.skip.n.Load() != 0 && c.skipped(raw, p) { // a batch split by a position (position.go), a growth's redeliveries (grow.go)
 		return false
 	}
 	h := &c.hold
@@ -182,27 +182,27 @@ func (c *Consumer) admit(raw pulsar.Message, k *cluster) bool {
 			return true
 		}
 		if _, ok := props[router.PropProducer]; ok { // markers have it too
-			return h.admit(raw, k)
+			return h.admit(raw, p)
 		}
 	}
 	if !h.track {
 		return true
 	}
 	if h.busy.Load() != 0 {
-		return h.admit(raw, k)
+		return h.admit(raw, p)
 	}
-	id := raw.ID()
-	pi := max(0, id.PartitionIdx())
+	id, k := raw.ID(), p.k
+	pi := p.partition(raw)
 	t := k.hold.front.Load()
 	if t == nil || uint32(pi) >= uint32(len(t.p)) {
-		return h.admit(raw, k)
+		return h.admit(raw, p)
 	}
 	f := &t.p[pi]
 	for { // only up, against other takers
 		cur := f.word.Load() // before the base: see raise
 		v, ok := pack(id.LedgerID()-f.base.Load(), id.EntryID(), id.BatchIdx())
 		if !ok || cur == packOverflow {
-			return h.admit(raw, k)
+			return h.admit(raw, p)
 		}
 		if v <= cur || f.word.CompareAndSwap(cur, v) {
 			break
@@ -229,10 +229,10 @@ func (h *holder) advanced(pk partKey) {
 // goroutine is then either seen here or sees busy and settles its
 // partition under the lock after this (see Consumer.admit), so no hold
 // misses a frontier that passed it.
-func (h *holder) admit(raw pulsar.Message, k *cluster) bool {
+func (h *holder) admit(raw pulsar.Message, p *part) bool {
 	h.busy.Add(1)
 	h.mu.Lock()
-	pass := h.take(raw, k)
+	pass := h.take(raw, p)
 	h.settle()
 	h.unlock()
 	h.busy.Add(-1)
@@ -247,7 +247,7 @@ func (h *holder) unlock() {
 	h.acks, h.events = nil, nil
 	h.mu.Unlock()
 	for _, e := range acks {
-		h.c.ackMarker(e.k, e.raw)
+		h.c.ackMarker(e.k.part(e.pk.p), e.raw)
 	}
 	if h.obs != nil {
 		for _, ev := range events {
@@ -266,10 +266,10 @@ func (h *holder) signal() {
 	}
 }
 
-// take applies the rule to raw under the lock.
-func (h *holder) take(raw pulsar.Message, k *cluster) bool {
-	id := raw.ID()
-	pk := partKey{k, max(0, id.PartitionIdx())}
+// take applies the rule to raw, taken from p, under the lock.
+func (h *holder) take(raw pulsar.Message, p *part) bool {
+	id, k := raw.ID(), p.k
+	pk := partKey{k, p.partition(raw)}
 	// e stays on the stack unless the holder keeps it (a marker, a held
 	// message): a copy goes to the heap then.
 	e := entry{raw: raw, k: k, pk: pk, pos: router.Position{Ledger: id.LedgerID(), Entry: id.EntryID(), Batch: id.BatchIdx()}, slot: -1}
@@ -626,7 +626,7 @@ func (h *holder) tick() {
 }
 
 // pop returns the first released message not yet taken.
-func (h *holder) pop() (pulsar.Message, *cluster, bool) {
+func (h *holder) pop() (pulsar.Message, *part, bool) {
 	h.mu.Lock()
 	if len(h.ready) == 0 {
 		h.mu.Unlock()
@@ -641,15 +641,15 @@ func (h *holder) pop() (pulsar.Message, *cluster, bool) {
 	if more {
 		h.signal()
 	}
-	return e.raw, e.k, true
+	return e.raw, e.k.part(e.pk.p), true
 }
 
 // ackMarker acknowledges a marker on its cluster. Under AckWithResponse
 // the acknowledgement is sent from a goroutine of its own, so that a
 // take never waits for a broker.
-func (c *Consumer) ackMarker(k *cluster, raw pulsar.Message) {
+func (c *Consumer) ackMarker(p *part, raw pulsar.Message) {
 	if !c.cfg.ackWithResponse {
-		_ = k.link.stream.Ack(raw) // one that fails comes again, and is taken again
+		_ = p.stream.Ack(raw) // one that fails comes again, and is taken again
 		return
 	}
 	c.mu.Lock()
@@ -661,7 +661,7 @@ func (c *Consumer) ackMarker(k *cluster, raw pulsar.Message) {
 	c.mu.Unlock()
 	go func() {
 		defer c.acks.Done()
-		_ = k.link.stream.Ack(raw)
+		_ = p.stream.Ack(raw)
 	}()
 }
 

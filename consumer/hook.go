@@ -3,8 +3,6 @@ package consumer
 import (
 	"context"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-
 	"github.com/keyroute/keyroute/consumer/internal/hook"
 	"github.com/keyroute/keyroute/topology"
 )
@@ -34,7 +32,7 @@ func (f hookConnector) connect(ctx context.Context, cl topology.Cluster, sc subC
 	if err != nil {
 		return nil, clusterErr(cl.Name, "subscribe", err)
 	}
-	l := &link{stream: conn.Stream, probe: conn.Probe, close: conn.Close, backlog: conn.Backlog}
+	l := &link{streams: []stream{conn.Stream}, whole: true, probe: conn.Probe, close: conn.Close, backlog: conn.Backlog}
 	if l.close == nil {
 		l.close = func() {}
 	}
@@ -58,8 +56,8 @@ func (h hookPositioner) partitions(ctx context.Context, topic string) (int, erro
 	return h.pos.Partitions(ctx, h.cluster, topic)
 }
 
-// resetAfter moves the cursor; the fake finds the partition in id, so
-// parts is not needed.
-func (h hookPositioner) resetAfter(ctx context.Context, topic, sub string, _ int, id pulsar.MessageID) error {
-	return h.pos.ResetAfter(ctx, h.cluster, topic, sub, id)
+// resetAfter moves the cursor; the fake finds the partition in id's
+// Pulsar ID, so parts is not needed.
+func (h hookPositioner) resetAfter(ctx context.Context, topic, sub string, _ int, id ID) error {
+	return h.pos.ResetAfter(ctx, h.cluster, topic, sub, id.Pulsar)
 }

@@ -38,7 +38,9 @@ import (
 
 // atLatestThenEarliest makes the subscription o asks for at Latest exist
 // on every partition the topic has now, then sets o to Earliest; o at
-// Earliest already is left alone. pulsar-client-go subscribes every
+// Earliest already is left alone; for the one consumer over every
+// partition of a Retry subscription (the others subscribe each partition
+// they looked up by its name). pulsar-client-go subscribes every
 // partition it finds with the SubscriptionInitialPosition the consumer
 // was made with, and it looks the partitions up again inside Subscribe:
 // a partition added since the Consumer's lookup, which producers may
@@ -153,7 +155,9 @@ func (c *Consumer) joinAttempt(ctx context.Context, m *member) {
 // Update removed m, or when an Update changed m's cluster since the
 // attempt began (the next attempt subscribes with the new settings).
 func (c *Consumer) join(m *member, cl topology.Cluster, l *link) error {
-	k := &cluster{member: m, owner: c, link: l, in: l.stream.Chan()}
+	k := &cluster{member: m, owner: c, link: l}
+	ps := k.newParts(l.streams, 0)
+	k.parts.Store(&ps)
 	c.setMu.Lock()
 	m.jmu.Lock()
 	stale := !sameConnection(m.cl, cl)
@@ -191,9 +195,12 @@ func (c *Consumer) publish(members []*member) {
 	next := &clusterSet{members: members, byName: make(map[string]*cluster, len(members)), changed: make(chan struct{})}
 	for _, m := range members {
 		if k := m.cur.Load(); k != nil {
-			k.idx.Store(uint32(len(next.read)))
 			next.read = append(next.read, k)
 			next.byName[m.name] = k
+			for _, p := range *k.parts.Load() {
+				p.at.Store(uint32(len(next.parts)))
+				next.parts = append(next.parts, p)
+			}
 		}
 	}
 	old := c.set.Swap(next)
@@ -306,7 +313,7 @@ func (m *member) lastErr() error {
 // connectError is the error of a cluster that has not joined, for Health
 // and New: it matches ErrConnect and err.
 func (c *Consumer) connectError(m *member, err error) error {
-	return &ClusterError{Cluster: m.name, Op: "connect", Err: errors.Join(ErrConnect, err)}
+	return &ClusterError{Cluster: m.name, Op: "connect", Err: fmt.Errorf("%w: %w", ErrConnect, err)}
 }
 
 // log returns the Consumer's logger, one that drops everything without

@@ -29,7 +29,9 @@ func TestAwaitJoinsWaitsForThePublication(t *testing.T) {
 
 	// c2's subscription is open, not yet published.
 	m := &member{name: "c2", err: errNoAnswer}
-	m.cur.Store(&cluster{member: m, owner: c})
+	k := &cluster{member: m, owner: c, link: &link{}}
+	k.parts.Store(&[]*part{})
+	m.cur.Store(k)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	err = c.awaitJoins(ctx, []*member{m}, true)

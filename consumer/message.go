@@ -10,7 +10,10 @@ import (
 
 // ID identifies a message across the clusters of a topology: the cluster
 // it was read from, its partition there, and its Pulsar message ID. IDs
-// can be kept and acknowledged later with AckID.
+// can be kept and acknowledged later with AckID. The Consumer reads each
+// partition with a pulsar-client-go consumer of its own, which numbers
+// its one partition 0: Pulsar.PartitionIdx() is then 0, and Partition
+// names the partition.
 type ID struct {
 	// Topic is the topic it was read from, as the Topics option names
 	// it, when the Consumer reads several; "" when it reads one.
@@ -62,11 +65,15 @@ type Message struct {
 // Raw is the pulsar-client-go message, for fields keyroute does not copy.
 func (m *Message) Raw() pulsar.Message { return m.raw }
 
-// fill sets m from raw, read from cluster k. It writes field by field:
+// fill sets m from raw, read from part p. It writes field by field:
 // m is on the heap, and a composite literal would be built aside and
 // copied over with a bulk write barrier.
-func (m *Message) fill(raw pulsar.Message, k *cluster) {
-	mid := raw.ID()
+func (m *Message) fill(raw pulsar.Message, p *part) {
+	mid, k := raw.ID(), p.k
+	pi := p.idx
+	if pi < 0 {
+		pi = mid.PartitionIdx()
+	}
 	m.Key = raw.Key()
 	m.OrderingKey = raw.OrderingKey()
 	m.Value = raw.Payload()
@@ -75,7 +82,7 @@ func (m *Message) fill(raw pulsar.Message, k *cluster) {
 	m.EventTime = raw.EventTime()
 	m.PublishTime = raw.PublishTime()
 	m.RedeliveryCount = raw.RedeliveryCount()
-	m.ID = ID{Topic: k.owner.cfg.idTopic, Cluster: k.name, Partition: int(mid.PartitionIdx()), Pulsar: mid}
+	m.ID = ID{Topic: k.owner.cfg.idTopic, Cluster: k.name, Partition: int(pi), Pulsar: mid}
 	m.raw = raw
 	m.k = k
 }

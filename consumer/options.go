@@ -295,7 +295,7 @@ func Name(name string) Opt { return optFunc(func(c *cfg) { c.name = name }) }
 // DefaultMaxBuffered). It is split evenly over the partitions of every
 // cluster as pulsar-client-go's receiver queue (at least one message each),
 // so memory is bounded by MaxBuffered times the largest message, plus the
-// up to ten messages of each cluster's pulsar-client-go consumer channel
+// up to ten messages of each partition's pulsar-client-go consumer channel
 // and the one Chan's goroutine holds. The Consumer reads nothing ahead of
 // its caller beyond that.
 func MaxBuffered(n int) Opt { return optFunc(func(c *cfg) { c.maxBuffered = n }) }
@@ -363,18 +363,21 @@ func RequireAllClusters(on bool) Opt { return optFunc(func(c *cfg) { c.startAll 
 // PartitionsAutoDiscoveryInterval sets how often the Consumer looks each
 // cluster's partition count up (default
 // DefaultPartitionsAutoDiscoveryInterval; the role of pulsar-client-go's
-// ConsumerOptions.AutoDiscoveryPeriod, whose own discovery keyroute
-// keeps off: see apache/pulsar-client-go#1426). A cluster whose topic
-// grew is subscribed again, on the same subscription, over all its
-// partitions: the old ones resume from their cursors (messages delivered
-// and not yet acknowledged come again; on an Exclusive subscription whose
-// messages were all acknowledged, those that come again anyway, their
+// ConsumerOptions.AutoDiscoveryPeriod, which keyroute keeps off). The
+// new partitions of a cluster whose topic grew are subscribed, on the
+// same subscription, each with a pulsar-client-go consumer of its own at
+// Earliest, so that what producers wrote there before they were found is
+// read; the old partitions are read on meanwhile and keep their
+// consumers, so nothing delivered comes again (Health says Growing until
+// the new ones are read). With Retry, whose pulsar-client-go consumer
+// reads every partition and the retry topic at once, the cluster is
+// subscribed again over all its partitions instead: it is not read for
+// the time of that subscribe, and messages delivered and not yet
+// acknowledged come again (on an Exclusive subscription whose messages
+// were all acknowledged, those that come again anyway, their
 // acknowledgement not recorded by the broker, are acknowledged again and
-// not delivered), the new ones start at Earliest,
-// so that what producers wrote there before it was found is read; the
-// cluster is not read for the time of that subscribe. A count below the
-// one subscribed is reported in Health (PartitionsErr) and logged; the
-// partitions subscribed are still read.
+// not delivered). A count below the one subscribed is reported in Health
+// (PartitionsErr) and logged; the partitions subscribed are still read.
 func PartitionsAutoDiscoveryInterval(d time.Duration) Opt {
 	return optFunc(func(c *cfg) { c.discoverEvery = d })
 }
@@ -412,8 +415,11 @@ func ConfigureClient(fn func(cluster string, o *pulsar.ClientOptions)) Opt {
 // consumer options after keyroute has filled them in, for what keyroute
 // does not wrap (Properties, SubscriptionProperties, PriorityLevel,
 // ReadCompacted, KeySharedPolicy, Interceptors, MaxReconnectToBroker,
-// BackOffPolicyFunc, NackBackoffPolicy, chunking limits, ...). fn runs once
-// per cluster at New, on New's goroutines. It must not change Topic,
+// BackOffPolicyFunc, NackBackoffPolicy, chunking limits, ...). fn runs for
+// each pulsar-client-go consumer keyroute opens on the cluster, one per
+// partition (o.Topic names the partition topic; with Retry, one over the
+// topic), each time it subscribes (New, a reconnect, a growth's new
+// partitions), on keyroute's goroutines. It must not change Topic,
 // Topics, TopicsPattern, SubscriptionName, Type, MessageChannel,
 // AckWithResponse, AutoDiscoveryPeriod (see
 // PartitionsAutoDiscoveryInterval) or RetryEnable (see Retry), which

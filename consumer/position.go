@@ -101,7 +101,7 @@ func byCluster(ids []ID) (names []string, by map[string][]ID, err error) {
 		switch {
 		case id.Pulsar == nil:
 			return nil, nil, fmt.Errorf("%w: %s has no Pulsar message ID", ErrBadPosition, id)
-		case int32(id.Partition) != id.Pulsar.PartitionIdx():
+		case int32(id.Partition) != id.Pulsar.PartitionIdx() && id.Pulsar.PartitionIdx() != 0: // a partition's own consumer numbers it 0
 			return nil, nil, fmt.Errorf("%w: %s: Partition %d, but its Pulsar ID is of partition %d", ErrBadPosition, id, id.Partition, id.Pulsar.PartitionIdx())
 		}
 		for _, o := range by[id.Cluster] {
@@ -121,7 +121,7 @@ func byCluster(ids []ID) (names []string, by map[string][]ID, err error) {
 // API (*admin), or a fake's Position (hook.go).
 type positioner interface {
 	partitions(ctx context.Context, topic string) (int, error)
-	resetAfter(ctx context.Context, topic, sub string, parts int, id pulsar.MessageID) error
+	resetAfter(ctx context.Context, topic, sub string, parts int, id ID) error
 }
 
 // fakePositions is a connector of fakes that position their own
@@ -167,7 +167,7 @@ func partsFor(ctx context.Context, a positioner, topic string, ids []ID) (int, e
 func moveAfter(ctx context.Context, a positioner, c *cfg, parts int, ids []ID) (moved []ID, err error) {
 	var errs []error
 	for _, id := range ids {
-		if err := a.resetAfter(ctx, c.topic, c.subscription, parts, id.Pulsar); err != nil {
+		if err := a.resetAfter(ctx, c.topic, c.subscription, parts, id); err != nil {
 			errs = append(errs, fmt.Errorf("partition %d not moved: %w", id.Partition, err))
 			continue
 		}
@@ -337,16 +337,16 @@ func (s *skipper) expire(now time.Time) {
 	}
 }
 
-// skipped reports whether raw, taken from k, is at or before its
+// skipped reports whether raw, taken from p, is at or before its
 // partition's position: it is then acknowledged and not delivered. The
 // partition's first message past it ends the wait.
-func (c *Consumer) skipped(raw pulsar.Message, k *cluster) bool {
+func (c *Consumer) skipped(raw pulsar.Message, p *part) bool {
 	if c.retried(raw.Properties()) { // the retry topic's positions are not the topic's
 		return false
 	}
 	s := c.cfg.skip
 	id := raw.ID()
-	key := skipKey{k.name, id.PartitionIdx()}
+	key := skipKey{p.k.name, p.partition(raw)}
 	s.mu.Lock()
 	at, ok := s.at[key]
 	if !ok {
@@ -355,7 +355,7 @@ func (c *Consumer) skipped(raw pulsar.Message, k *cluster) bool {
 	}
 	if (router.Position{Ledger: id.LedgerID(), Entry: id.EntryID(), Batch: id.BatchIdx()}).Compare(at.pos) <= 0 {
 		s.mu.Unlock()
-		c.ackMarker(k, raw)
+		c.ackMarker(p, raw)
 		return true
 	}
 	s.drop(key)

@@ -153,6 +153,21 @@ func TestStartAfterPositionsBeforeTheFirstSubscription(t *testing.T) {
 	assert.Equal(t, resetCalls(1, 5, 6, 2), admins[0].log(), "not positioned again")
 }
 
+// The ID of a message read through a partition's own pulsar-client-go
+// consumer numbers the partition 0 in its Pulsar ID: the cursor moved is
+// that of the partition Partition names.
+func TestStartAfterMovesThePartitionItNames(t *testing.T) {
+	ctx := context.Background()
+	tp, admins := adminTopo(t, 2, 1, 2)
+	bed := newFakeBed(8)
+	id := consumer.ID{Cluster: "c1", Partition: 1, Pulsar: pulsar.NewMessageID(5, 6, -1, 0)}
+	c, err := consumer.New(ctx, tp, consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(bed.connect),
+		consumer.StartAfter(id))
+	require.NoError(t, err)
+	defer c.Close(ctx)
+	assert.Equal(t, resetCalls(1, 5, 6, -1), admins[0].log())
+}
+
 func TestStartAfterRefusesWhatIsNoPosition(t *testing.T) {
 	ctx := context.Background()
 	newWith := func(tp *topology.Topology, ids ...consumer.ID) error {
@@ -183,8 +198,9 @@ func TestStartAfterRefusesWhatIsNoPosition(t *testing.T) {
 	}
 	assert.ErrorContains(t, newWith(tp, pos("c1", 2, 1, 1, -1)), "partition 2")
 	for name, ids := range map[string][]consumer.ID{
-		"no Pulsar ID":       {{Cluster: "c1"}},
-		"partition mismatch": {{Cluster: "c1", Partition: 1, Pulsar: pulsar.NewMessageID(1, 1, -1, 0)}},
+		"no Pulsar ID": {{Cluster: "c1"}},
+		// 0 is a partition consumer's own numbering, any other is the topic's.
+		"partition mismatch": {{Cluster: "c1", Partition: 1, Pulsar: pulsar.NewMessageID(1, 1, -1, 2)}},
 		"two for one":        {pos("c1", 0, 1, 1, -1), pos("c1", 0, 1, 2, -1)},
 	} {
 		err := newWith(tp, ids...)

@@ -27,7 +27,7 @@ func TestConfigureConsumer(t *testing.T) {
 		o.Properties = map[string]string{"team": "billing"}
 		o.ReadCompacted = true
 	}).apply(&c)
-	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 50}, 2)
+	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 50}, "t", 2)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"east"}, seen)
 	assert.Equal(t, "billing", o.Properties["team"])
@@ -43,7 +43,7 @@ func TestConfigureConsumer(t *testing.T) {
 		"AutoDiscoveryPeriod": func(o *pulsar.ConsumerOptions) { o.AutoDiscoveryPeriod = time.Minute },
 	} {
 		ConfigureConsumer(func(_ string, o *pulsar.ConsumerOptions) { fn(o) }).apply(&c)
-		_, err := consumerOptions(subConfig{cfg: c, cluster: "west", share: 50}, 2)
+		_, err := consumerOptions(subConfig{cfg: c, cluster: "west", share: 50}, "t", 2)
 		require.ErrorIs(t, err, ErrBadOption, name)
 		assert.Contains(t, err.Error(), name)
 		assert.Contains(t, err.Error(), `"west"`)
@@ -59,16 +59,16 @@ func TestDecryptionOptions(t *testing.T) {
 	c.topic, c.subscription = "t", "s"
 	Decryption(keys, CryptoDiscard).apply(&c)
 	require.NoError(t, c.validate())
-	a, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, 1)
+	a, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, "t", 1)
 	require.NoError(t, err)
-	b, err := consumerOptions(subConfig{cfg: c, cluster: "west", share: 10}, 1)
+	b, err := consumerOptions(subConfig{cfg: c, cluster: "west", share: 10}, "t", 1)
 	require.NoError(t, err)
 	require.NotNil(t, a.Decryption)
 	assert.NotSame(t, a.Decryption, b.Decryption)
 	assert.Equal(t, keys, a.Decryption.KeyReader)
 	assert.Equal(t, crypto.ConsumerCryptoFailureActionDiscard, a.Decryption.ConsumerCryptoFailureAction)
 
-	none, err := consumerOptions(subConfig{cfg: defaultCfg(), cluster: "east", share: 10}, 1)
+	none, err := consumerOptions(subConfig{cfg: defaultCfg(), cluster: "east", share: 10}, "t", 1)
 	require.NoError(t, err)
 	assert.Nil(t, none.Decryption)
 
@@ -87,7 +87,7 @@ func TestDeadLetterOptions(t *testing.T) {
 	c.topic, c.subscription = "persistent://public/default/orders", "billing"
 	DeadLetter(DeadLetterPolicy{MaxDeliveries: 3, InitialSubscription: "audit"}).apply(&c)
 	require.NoError(t, c.validate())
-	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, 1)
+	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, "t", 1)
 	require.NoError(t, err)
 	require.NotNil(t, o.DLQ)
 	assert.Equal(t, uint32(3), o.DLQ.MaxDeliveries)
@@ -95,7 +95,7 @@ func TestDeadLetterOptions(t *testing.T) {
 	assert.Equal(t, "audit", o.DLQ.InitialSubscriptionName)
 
 	DeadLetter(DeadLetterPolicy{MaxDeliveries: 1, Topic: "poison"}).apply(&c)
-	o, err = consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, 1)
+	o, err = consumerOptions(subConfig{cfg: c, cluster: "east", share: 10}, "t", 1)
 	require.NoError(t, err)
 	assert.Equal(t, "poison", o.DLQ.DeadLetterTopic)
 
@@ -113,7 +113,7 @@ func TestPulsarDiscoveryIsOff(t *testing.T) {
 	for _, o := range []Opt{Topic("t"), Subscription("s"), PartitionsAutoDiscoveryInterval(time.Second)} {
 		o.apply(&c)
 	}
-	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 50}, 2)
+	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 50}, "t", 2)
 	require.NoError(t, err)
 	assert.Equal(t, discoveryOff, o.AutoDiscoveryPeriod)
 	assert.Equal(t, time.Second, c.discoverEvery)

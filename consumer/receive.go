@@ -4,21 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
 // The read path. There is no goroutine between pulsar-client-go and the
 // caller: Receive and ReceiveBatch take messages straight from the
-// clusters' pulsar-client-go consumer channels (each carries one cluster's
-// messages, every partition's in order), trying the clusters in rotation
-// and waiting on all of them at once only when all are empty. So a
-// message costs one channel receive that does not park while messages
-// are there, and a cluster that is silent or unreachable holds nobody up:
-// its channel is simply empty.
+// channels of the parts (a pulsar-client-go consumer per partition of
+// each cluster, each channel one partition's messages in order), trying
+// the parts in rotation and waiting on all of them at once only when all
+// are empty. So a message costs one channel receive that does not park
+// while messages are there, and a partition or cluster that is silent or
+// unreachable holds nobody up: its channel is simply empty. Each
+// partition has a channel of its own so that one can be left unread
+// (not polled, not waited on) without stalling the others.
 //
 // The hand-over of moving keys holds a moved key's messages here (see
-// hold.go): between the take from a cluster's channel (poll, wait) and the
+// hold.go): between the take from a part's channel (poll, wait) and the
 // hand-over to the caller (fill), admit lets a message through or the
 // holder takes it (a marker, a held message), and take serves released
 // messages before the clusters' channels.
@@ -40,7 +43,7 @@ func (c *Consumer) Receive(ctx context.Context) (*Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		cm, k, err := c.first(ctx, p)
+		cm, pt, err := c.first(ctx, p)
 		c.gate.RUnlock()
 		if err == errSeekBegun {
 			continue
@@ -49,8 +52,8 @@ func (c *Consumer) Receive(ctx context.Context) (*Message, error) {
 			return nil, err
 		}
 		m := c.carve()
-		m.fill(cm.Message, k)
-		c.delivered(k, m)
+		m.fill(cm.Message, pt)
+		c.delivered(pt.k, m)
 		return m, nil
 	}
 }
@@ -111,7 +114,7 @@ func (c *Consumer) receiveBatch(ctx context.Context, room func(held int) []Messa
 		if err != nil {
 			return 0, err
 		}
-		cm, k, err := c.first(ctx, p)
+		cm, pt, err := c.first(ctx, p)
 		if err != nil {
 			c.gate.RUnlock()
 			if err == errSeekBegun {
@@ -120,14 +123,14 @@ func (c *Consumer) receiveBatch(ctx context.Context, room func(held int) []Messa
 			return 0, err
 		}
 		ms := room(c.held())
-		ms[0].fill(cm.Message, k)
+		ms[0].fill(cm.Message, pt)
 		n := 1
 		for ; n < len(ms); n++ {
 			var ok bool
-			if cm, k, ok = c.take(k.idx.Load() + 1); !ok {
+			if cm, pt, ok = c.take(pt.at.Load() + 1); !ok {
 				break
 			}
-			ms[n].fill(cm.Message, k)
+			ms[n].fill(cm.Message, pt)
 		}
 		c.gate.RUnlock()
 		for i := range ms[:n] {
@@ -169,7 +172,7 @@ func (c *Consumer) feed(out chan *Message) {
 		if err != nil {
 			return
 		}
-		cm, k, err := c.first(ctx, p)
+		cm, pt, err := c.first(ctx, p)
 		c.gate.RUnlock()
 		if err == errSeekBegun {
 			continue
@@ -178,8 +181,8 @@ func (c *Consumer) feed(out chan *Message) {
 			return
 		}
 		m := c.carve()
-		m.fill(cm.Message, k)
-		if !c.offer(out, m, k, p) {
+		m.fill(cm.Message, pt)
+		if !c.offer(out, m, pt.k, p) {
 			return
 		}
 	}
@@ -216,59 +219,83 @@ func (c *Consumer) enter(ctx context.Context) (*pause, error) {
 // first takes one message under the gate: one already there, else the
 // first to come. It returns errSeekBegun when a seek begins first. When
 // the cluster set changes while it waits, it looks again.
-func (c *Consumer) first(ctx context.Context, p *pause) (pulsar.ConsumerMessage, *cluster, error) {
+func (c *Consumer) first(ctx context.Context, p *pause) (pulsar.ConsumerMessage, *part, error) {
 	for {
-		if cm, k, ok := c.take(c.rotor.Load()); ok {
-			return cm, k, nil
+		if cm, pt, ok := c.take(c.rotor.Load()); ok {
+			return cm, pt, nil
 		}
-		cm, k, err := c.wait(ctx, p.begin)
+		// Over more parts than wait selects on plainly, a wait allocates
+		// for each part: first let the partitions' pulsar-client-go
+		// dispatchers run, which mostly have a message to hand over.
+		if len(c.set.Load().parts) > maxPlainWait {
+			if cm, pt, ok := c.yieldTake(); ok {
+				return cm, pt, nil
+			}
+		}
+		cm, pt, err := c.wait(ctx, p.begin)
 		if err == errWake || err == errSetChanged {
 			continue
 		}
-		if err != nil || c.admit(cm.Message, k) {
-			return cm, k, err
+		if err != nil || c.admit(cm.Message, pt) {
+			return cm, pt, err
 		}
 	}
+}
+
+// waitYields is how many times yieldTake lets other goroutines run
+// before a take waits.
+const waitYields = 2
+
+// yieldTake takes a message (see take) after yielding the processor, up
+// to waitYields times; ok is false when none came.
+func (c *Consumer) yieldTake() (pulsar.ConsumerMessage, *part, bool) {
+	for range waitYields {
+		runtime.Gosched()
+		if cm, pt, ok := c.take(c.rotor.Load()); ok {
+			return cm, pt, true
+		}
+	}
+	return pulsar.ConsumerMessage{}, nil, false
 }
 
 // take returns a message to hand over that is already there: a released
-// one first, else one from the clusters (from index start) that admit
-// lets through; ok is false when there is none.
-func (c *Consumer) take(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
+// one first, else one from the parts (from index start) that admit lets
+// through; ok is false when there is none.
+func (c *Consumer) take(start uint32) (pulsar.ConsumerMessage, *part, bool) {
 	for {
 		if c.hold.busy.Load() != 0 {
-			if raw, k, ok := c.hold.pop(); ok {
-				return pulsar.ConsumerMessage{Message: raw}, k, true
+			if raw, pt, ok := c.hold.pop(); ok {
+				return pulsar.ConsumerMessage{Message: raw}, pt, true
 			}
 		}
-		cm, k, ok := c.poll(start)
-		if !ok || c.admit(cm.Message, k) {
-			return cm, k, ok
+		cm, pt, ok := c.poll(start)
+		if !ok || c.admit(cm.Message, pt) {
+			return cm, pt, ok
 		}
-		start = k.idx.Load() + 1
+		start = pt.at.Load() + 1
 	}
 }
 
-// poll takes a message that is already there, trying the clusters in
-// turn from index start (taken modulo their number); ok is false when
-// every cluster's channel is empty. It moves the rotor past the cluster
-// it took from.
-func (c *Consumer) poll(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
-	ks := c.set.Load().read
-	n := uint32(len(ks))
+// poll takes a message that is already there, trying the parts (every
+// partition of every cluster) in turn from index start (taken modulo
+// their number); ok is false when every part's channel is empty. It moves
+// the rotor past the part it took from.
+func (c *Consumer) poll(start uint32) (pulsar.ConsumerMessage, *part, bool) {
+	ps := c.set.Load().parts
+	n := uint32(len(ps))
 	if n == 0 {
 		return pulsar.ConsumerMessage{}, nil, false
 	}
 	i := start % n
 	for range n {
-		k := ks[i]
+		p := ps[i]
 		select {
-		case cm, ok := <-k.in:
+		case cm, ok := <-p.in:
 			if ok {
 				if c.rotor.Load() != i+1 {
 					c.rotor.Store(i + 1)
 				}
-				return cm, k, true
+				return cm, p, true
 			}
 		default:
 		}
@@ -279,13 +306,13 @@ func (c *Consumer) poll(start uint32) (pulsar.ConsumerMessage, *cluster, bool) {
 	return pulsar.ConsumerMessage{}, nil, false
 }
 
-// held is how many messages the clusters' channels hold, plus one, plus
+// held is how many messages the parts' channels hold, plus one, plus
 // those held or released by the hand-over: a batch's size, counted after
 // its first message is taken.
 func (c *Consumer) held() int {
 	n := 1 + int(c.hold.busy.Load())
-	for _, k := range c.set.Load().read {
-		n += len(k.in)
+	for _, p := range c.set.Load().parts {
+		n += len(p.in)
 	}
 	return n
 }

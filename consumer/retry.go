@@ -163,7 +163,7 @@ func (c *Consumer) lockFrom(m *Message) (*cluster, reconsumer, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		r, ok := k.link.stream.(reconsumer)
+		r, ok := k.link.streams[0].(reconsumer) // a Retry subscription is one stream (see link.whole)
 		if !ok {
 			return nil, nil, clusterErr(k.name, opReconsume, errors.ErrUnsupported)
 		}

@@ -19,7 +19,7 @@ func TestRetryOptions(t *testing.T) {
 	c := base
 	Retry(RetryPolicy{MaxReconsumes: 3}).apply(&c)
 	require.NoError(t, c.validate())
-	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 30}, 2)
+	o, err := consumerOptions(subConfig{cfg: c, cluster: "east", share: 30}, c.topic, 2)
 	require.NoError(t, err)
 	assert.True(t, o.RetryEnable)
 	require.NotNil(t, o.DLQ)
@@ -34,11 +34,11 @@ func TestRetryOptions(t *testing.T) {
 	DeadLetter(DeadLetterPolicy{MaxDeliveries: 2, Topic: "dead", InitialSubscription: "audit"}).apply(&c)
 	Retry(RetryPolicy{MaxReconsumes: 2, Topic: "again"}).apply(&c)
 	require.NoError(t, c.validate())
-	o, err = consumerOptions(subConfig{cfg: c, cluster: "east", share: 30}, 2)
+	o, err = consumerOptions(subConfig{cfg: c, cluster: "east", share: 30}, c.topic, 2)
 	require.NoError(t, err)
 	assert.Equal(t, pulsar.DLQPolicy{MaxDeliveries: 2, DeadLetterTopic: "dead", InitialSubscriptionName: "audit", RetryLetterTopic: "again"}, *o.DLQ)
 
-	o, err = consumerOptions(subConfig{cfg: base, cluster: "east", share: 30}, 2)
+	o, err = consumerOptions(subConfig{cfg: base, cluster: "east", share: 30}, base.topic, 2)
 	require.NoError(t, err)
 	assert.False(t, o.RetryEnable)
 	assert.Nil(t, o.DLQ)
@@ -63,7 +63,7 @@ func TestRetryBadOptions(t *testing.T) {
 		}
 		err := c.validate()
 		if err == nil {
-			_, err = consumerOptions(subConfig{cfg: c, cluster: "west", share: 10}, 1)
+			_, err = consumerOptions(subConfig{cfg: c, cluster: "west", share: 10}, c.topic, 1)
 		}
 		require.ErrorIs(t, err, ErrBadOption, name)
 		t.Log(name, ": ", err)

@@ -118,7 +118,23 @@ func (c *Consumer) SeekByTime(ctx context.Context, t time.Time) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = clusterErr(k.name, "seek", brokerError(k.link.stream.SeekByTime(t)))
+			errs[i] = clusterErr(k.name, "seek", brokerError(k.seekByTime(t)))
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// seekByTime seeks every part of k to t, in parallel.
+func (k *cluster) seekByTime(t time.Time) error {
+	ps := *k.parts.Load()
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.stream.SeekByTime(t)
 		}()
 	}
 	wg.Wait()

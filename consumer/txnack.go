@@ -24,11 +24,16 @@ func (c *Consumer) TxnAck(m *Message) (keyroute.TxnAck, error) {
 	if err != nil {
 		return nil, err
 	}
-	return txnAck{k: k, m: m.raw}, nil
+	s, _, err := k.streamFor(m.ID)
+	if err != nil {
+		return nil, clusterErr(k.name, "ack in transaction", err)
+	}
+	return txnAck{k: k, s: s, m: m.raw}, nil
 }
 
 type txnAck struct {
 	k *cluster
+	s stream // of m's partition
 	m pulsar.Message
 }
 
@@ -41,7 +46,7 @@ type txnAcker interface {
 }
 
 func (a txnAck) AckWithTxn(txn pulsar.Transaction) error {
-	s, ok := a.k.link.stream.(txnAcker)
+	s, ok := a.s.(txnAcker)
 	if !ok {
 		return clusterErr(a.k.name, "ack in transaction", errors.ErrUnsupported)
 	}

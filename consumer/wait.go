@@ -12,24 +12,23 @@ import (
 // take serves them.
 var errWake = errors.New("consumer: held messages released")
 
-// wait blocks until a message comes on any cluster's channel, ctx ends,
+// wait blocks until a message comes on any part's channel, ctx ends,
 // the Consumer closes (ErrClosed), begin is closed (errSeekBegun) or the
 // hand-over released messages (errWake) or the cluster set changes
 // (errSetChanged: look again). Go's select picks at random among the
-// channels that are ready, so no cluster is favoured. Up to four clusters
-// it is a plain select; beyond, a
-// reflect.Select, which allocates: a wait is taken only when every
-// cluster's channel is empty.
-func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.ConsumerMessage, *cluster, error) {
+// channels that are ready, so no partition is favoured. Up to four parts
+// it is a plain select; beyond, a reflect.Select, which allocates: a wait
+// is taken only when every part's channel is empty.
+func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.ConsumerMessage, *part, error) {
 	done, wake := ctx.Done(), c.hold.wake
 	var (
 		cm    pulsar.ConsumerMessage
 		ok    bool
-		k     *cluster
+		k     *part
 		woken bool
 	)
 	s := c.set.Load()
-	ks, changed := s.read, s.changed
+	ks, changed := s.parts, s.changed
 	switch len(ks) {
 	case 0:
 		select {
@@ -101,9 +100,9 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 	}
 	switch {
 	case k != nil && ok:
-		c.rotor.Store(k.idx.Load() + 1)
+		c.rotor.Store(k.at.Load() + 1)
 		return cm, k, nil
-	case k != nil && k.gone.Load(): // closed with its subscription, which has left the set
+	case k != nil && k.k.gone.Load(): // closed with its subscription, which has left the set
 		return cm, nil, errSetChanged
 	case k != nil: // a closed channel: the cluster's consumer is gone
 		return cm, nil, ErrClosed
@@ -122,13 +121,16 @@ func (c *Consumer) wait(ctx context.Context, begin <-chan struct{}) (pulsar.Cons
 	return cm, nil, errSeekBegun
 }
 
+// maxPlainWait is the most parts wait selects on without reflect.
+const maxPlainWait = 4
+
 // errSetChanged ends a wait on a cluster set that was replaced: the take
 // looks again.
 var errSetChanged = errors.New("consumer: cluster set changed")
 
-// waitMany is wait's select over any number of clusters; woken is true
+// waitMany is wait's select over any number of parts; woken is true
 // when wake ended it.
-func (c *Consumer) waitMany(ks []*cluster, done, begin, wake, changed <-chan struct{}) (cm pulsar.ConsumerMessage, ok bool, k *cluster, woken bool) {
+func (c *Consumer) waitMany(ks []*part, done, begin, wake, changed <-chan struct{}) (cm pulsar.ConsumerMessage, ok bool, k *part, woken bool) {
 	cases := make([]reflect.SelectCase, len(ks), len(ks)+5)
 	for i, k := range ks {
 		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(k.in)}
