@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -158,10 +157,9 @@ func (pulsarConnector) connect(ctx context.Context, cl topology.Cluster, wc writ
 	return l, nil
 }
 
-// openWriters creates one producer per partition, from partition from on,
-// all at once. pulsar-client-go's calls take no ctx; they are bounded by
-// the client's operation timeout, and ctx is checked before and after
-// them.
+// openWriters creates one producer per partition, from partition from on.
+// pulsar-client-go's calls take no ctx; they are bounded by the client's
+// operation timeout, and ctx is checked between them.
 //
 // Each producer is created on one partition's own topic name
 // ("<topic>-partition-<i>"), whose partitioned metadata has no
@@ -184,88 +182,60 @@ func openWriters(ctx context.Context, client pulsar.Client, wc writerConfig, fro
 		return nil, fmt.Errorf("%w: topic %q has %d partitions, fewer than the %d open", errShrunk, wc.topic, len(all), from)
 	}
 	topics := all[from:]
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	perPartition := wc.maxPending
+	writers := make([]writer, 0, len(topics))
+	closeAll := func() {
+		for _, w := range writers {
+			w.Close()
+		}
 	}
-	opts := make([]pulsar.ProducerOptions, len(topics))
 	for j, t := range topics {
-		if opts[j], err = writerOptions(wc, from+j, t); err != nil {
+		i := from + j
+		if err := ctx.Err(); err != nil {
+			closeAll()
 			return nil, err
 		}
-	}
-	// One goroutine a partition, as pulsar-client-go's partitioned
-	// producer does: each creation is a lookup and a broker round trip,
-	// so a topic's writers open in about the time of one.
-	writers := make([]writer, len(topics))
-	errs := make([]error, len(topics))
-	var wg sync.WaitGroup
-	for j := range topics {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p, err := client.CreateProducer(opts[j])
-			if err != nil {
-				errs[j] = fmt.Errorf("create producer on %q: %w", topics[j], err)
-				return
-			}
-			writers[j] = p
-		}()
-	}
-	wg.Wait()
-	err = ctx.Err()
-	for _, e := range errs {
-		if e != nil { // the first partition's that failed
-			err = e
-			break
+		o := pulsar.ProducerOptions{
+			Topic:                   t,
+			SendTimeout:             time.Duration(wc.sendTimeout),
+			MaxPendingMessages:      perPartition,
+			DisableBatching:         !wc.batching,
+			BatchingMaxPublishDelay: time.Duration(wc.linger),
+			BatchingMaxMessages:     uint(wc.batchMaxMessages),
+			BatchingMaxSize:         uint(wc.batchMaxBytes),
+			CompressionType:         codecs[wc.codec],
+			CompressionLevel:        pulsar.CompressionLevel(wc.level),
+			EnableChunking:          wc.chunkMax > 0,
+			ChunkMaxMessageSize:     uint(wc.chunkMax),
+			Encryption:              ownCopy(wc.encryption),
+			Schema:                  wc.schema,
 		}
-	}
-	if err != nil {
-		for _, w := range writers {
-			if w != nil {
-				w.Close()
-			}
+		if wc.keyBatching {
+			o.BatcherBuilderType = pulsar.KeyBasedBatchBuilder
 		}
-		return nil, err
+		if wc.name != "" {
+			o.Name = wc.name + "-" + wc.cluster + "-" + strconv.Itoa(i)
+		}
+		if wc.configureWriter != nil {
+			wc.configureWriter(wc.cluster, i, &o)
+			o.Topic = t
+		}
+		if o.Name != "" {
+			o.Name += wc.nameSuffix
+		}
+		if wc.bulk && o.ProducerAccessMode != pulsar.ProducerAccessModeShared {
+			// A second producer on the partition would be refused.
+			closeAll()
+			return nil, errBulkNotShared
+		}
+		p, err := client.CreateProducer(o)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("create producer on %q: %w", t, err)
+		}
+		writers = append(writers, p)
 	}
 	return writers, nil
-}
-
-// writerOptions are the options of the writer of partition i, whose
-// topic is t.
-func writerOptions(wc writerConfig, i int, t string) (pulsar.ProducerOptions, error) {
-	o := pulsar.ProducerOptions{
-		Topic:                   t,
-		SendTimeout:             time.Duration(wc.sendTimeout),
-		MaxPendingMessages:      wc.maxPending,
-		DisableBatching:         !wc.batching,
-		BatchingMaxPublishDelay: time.Duration(wc.linger),
-		BatchingMaxMessages:     uint(wc.batchMaxMessages),
-		BatchingMaxSize:         uint(wc.batchMaxBytes),
-		CompressionType:         codecs[wc.codec],
-		CompressionLevel:        pulsar.CompressionLevel(wc.level),
-		EnableChunking:          wc.chunkMax > 0,
-		ChunkMaxMessageSize:     uint(wc.chunkMax),
-		Encryption:              ownCopy(wc.encryption),
-		Schema:                  wc.schema,
-	}
-	if wc.keyBatching {
-		o.BatcherBuilderType = pulsar.KeyBasedBatchBuilder
-	}
-	if wc.name != "" {
-		o.Name = wc.name + "-" + wc.cluster + "-" + strconv.Itoa(i)
-	}
-	if wc.configureWriter != nil {
-		wc.configureWriter(wc.cluster, i, &o)
-		o.Topic = t
-	}
-	if o.Name != "" {
-		o.Name += wc.nameSuffix
-	}
-	if wc.bulk && o.ProducerAccessMode != pulsar.ProducerAccessModeShared {
-		// A second producer on the partition would be refused.
-		return o, errBulkNotShared
-	}
-	return o, nil
 }
 
 // Batch limits of the writers reserved for SendTxnBulk. They flush at the
