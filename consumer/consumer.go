@@ -25,8 +25,8 @@ type Consumer struct {
 	// joinsStopped.
 	set   atomic.Pointer[clusterSet]
 	setMu sync.Mutex
-	// readMu orders the stores of set (publish, setPaused) and guards
-	// each part's paused; taken under setMu or the holder's lock, and
+	// readMu orders the stores of set (publish, setStopped) and guards
+	// each part's stopped; taken under setMu or the holder's lock, and
 	// nothing is locked under it.
 	readMu       sync.Mutex
 	joinsStopped bool       // Close has begun: nothing joins from now on
@@ -173,9 +173,9 @@ type part struct {
 	at     atomic.Uint32 // its index in the read set it was last published in
 	stream stream
 	in     <-chan pulsar.ConsumerMessage // stream.Chan()
-	// paused leaves the part out of the read set: the hand-over's
+	// stopped leaves the part out of the read set: the hand-over's
 	// back-pressure (see holder.press). Guarded by the Consumer's readMu.
-	paused bool
+	stopped bool
 }
 
 // newParts returns the parts of streams, the partitions from first on

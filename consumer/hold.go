@@ -74,7 +74,7 @@ type holder struct {
 	// progress is, for each partition a queue waits on, its frontier
 	// when the monitor last saw it move, and when (see stalled).
 	progress map[partKey]progress
-	flip     []partKey // partitions paused or resumed, for unlock to apply to the read set
+	flip     []partKey // partitions stopped or read again, for unlock to apply to the read set
 	// finished names the clusters a drain read to the end (backlog 0):
 	// every origin there has passed (see forget).
 	finished map[string]bool
@@ -114,7 +114,7 @@ type partState struct {
 	held    []*entry
 	full    router.Position // the highest position taken when the word is packOverflow
 	markers []*entry        // taken markers outside the frontier, in receipt order
-	paused  bool            // left unread by back-pressure until held is empty (see press)
+	stopped bool            // left unread by back-pressure until held is empty (see press)
 }
 
 // progress is what the monitor last saw of a partition that holds wait
@@ -170,21 +170,21 @@ func (h *holder) init(c *Consumer) {
 }
 
 // reset forgets every hold, frontier and marker, and reads again the
-// partitions it paused: a seek moves the subscription, and what was taken
+// partitions it stopped: a seek moves the subscription, and what was taken
 // before comes again.
 func (h *holder) reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var paused []*part
+	var stopped []*part
 	for pk, ps := range h.parts {
 		pk.k.hold.held.Store(0)
 		pk.k.hold.front.Store(nil)
-		if p := pk.k.part(pk.p); p != nil && ps.paused {
-			paused = append(paused, p)
+		if p := pk.k.part(pk.p); p != nil && ps.stopped {
+			stopped = append(stopped, p)
 		}
 	}
-	if paused != nil {
-		h.c.setPaused(paused, false)
+	if stopped != nil {
+		h.c.setStopped(stopped, false)
 	}
 	h.parts = map[partKey]*partState{}
 	h.queues = map[slotKey]*queue{}
@@ -267,7 +267,7 @@ func (h *holder) admit(raw pulsar.Message, p *part) bool {
 	return pass
 }
 
-// unlock applies the pauses and resumes to the read set, releases the
+// unlock applies the stops and resumes to the read set, releases the
 // lock, then acknowledges the markers that came within their frontier,
 // reports the events and wakes a waiting take when released messages
 // wait.
@@ -475,20 +475,20 @@ func (h *holder) hold(ps *partState, sk slotKey, q *queue, e *entry) {
 }
 
 // press applies back-pressure at MaxHeld: every partition that holds
-// messages is paused, left out of the read set, so that its later
+// messages is stopped, left out of the read set, so that its later
 // messages wait in its receiver queue and on the broker, until it holds
 // none (see release); every other partition, the origins the holds wait
 // on among them, goes on being read. This cannot wait forever: a held
-// message waits on an origin written before it, a paused partition's
+// message waits on an origin written before it, a stopped partition's
 // unread messages on a held message written before them, so a chain of
 // waits goes back in time and ends at a partition that is read (or at an
 // origin that makes no progress, see stalled). A stream over every
-// partition of its cluster (link.whole) cannot be paused alone: its
+// partition of its cluster (link.whole) cannot be stopped alone: its
 // oldest holds are released instead while over the bound.
 func (h *holder) press() {
 	for pk, ps := range h.parts {
-		if len(ps.held) > 0 && !ps.paused && !pk.k.link.whole {
-			ps.paused = true
+		if len(ps.held) > 0 && !ps.stopped && !pk.k.link.whole {
+			ps.stopped = true
 			h.flip = append(h.flip, pk)
 		}
 	}
@@ -496,7 +496,7 @@ func (h *holder) press() {
 	}
 }
 
-// apply makes the read set follow the partitions flipped (paused or
+// apply makes the read set follow the partitions flipped (stopped or
 // resumed) since the last call.
 func (h *holder) apply() {
 	var on, off []*part
@@ -504,7 +504,7 @@ func (h *holder) apply() {
 		p := pk.k.part(pk.p)
 		switch ps := h.parts[pk]; {
 		case p == nil:
-		case ps != nil && ps.paused:
+		case ps != nil && ps.stopped:
 			on = append(on, p)
 		default:
 			off = append(off, p)
@@ -513,10 +513,10 @@ func (h *holder) apply() {
 	clear(h.flip)
 	h.flip = h.flip[:0]
 	if on != nil {
-		h.c.setPaused(on, true)
+		h.c.setStopped(on, true)
 	}
 	if off != nil {
-		h.c.setPaused(off, false)
+		h.c.setStopped(off, false)
 	}
 }
 
@@ -618,8 +618,8 @@ func (h *holder) release(e *entry) {
 	clear(ps.held[:i])
 	if ps.held = ps.held[i:]; len(ps.held) == 0 {
 		ps.held = nil
-		if ps.paused {
-			ps.paused = false
+		if ps.stopped {
+			ps.stopped = false
 			h.flip = append(h.flip, e.pk)
 		}
 	}
@@ -646,7 +646,7 @@ func (h *holder) settle() {
 
 // stalled releases the holds whose origin makes no progress: the
 // partition a queue waits on has not moved its frontier for HoldTimeout,
-// as the monitor sees it, while not paused by press (a paused partition
+// as the monitor sees it, while not stopped by press (a stopped partition
 // waits on holds of its own, which are progress). That is a cluster down
 // or not read, or an origin behind what the subscription still has (read
 // and acknowledged before a restart, say): never an origin that is being
@@ -662,7 +662,7 @@ func (h *holder) stalled(now time.Time) {
 		ps := h.parts[pk]
 		f, ok := h.frontier(pk, ps)
 		pr, seen := h.progress[pk]
-		if !seen || (ps != nil && ps.paused) || pr.ok != ok || pr.front != f {
+		if !seen || (ps != nil && ps.stopped) || pr.ok != ok || pr.front != f {
 			h.progress[pk] = progress{at: now, front: f, ok: ok}
 			continue
 		}
@@ -819,7 +819,7 @@ func (h *holder) forget(k *cluster, how forgetHow) {
 		if pk.k == k {
 			h.acks = append(h.acks, ps.markers...)
 			delete(h.parts, pk)
-			if ps.paused {
+			if ps.stopped {
 				h.flip = append(h.flip, pk) // resumed: k may come back (forgetKeepFrontiers)
 			}
 			if t != nil && int(pk.p) < len(t.p) {

@@ -204,14 +204,14 @@ func (c *Consumer) publish(members []*member) {
 	c.readMu.Unlock()
 }
 
-// store fills next's parts, those of its clusters that are not paused,
+// store fills next's parts, those of its clusters that are not stopped,
 // stores it and wakes the takes waiting on the set it replaces. readMu
 // is held.
 func (c *Consumer) store(next *clusterSet) {
 	next.parts, next.changed = nil, make(chan struct{})
 	for _, k := range next.read {
 		for _, p := range *k.parts.Load() {
-			if !p.paused {
+			if !p.stopped {
 				p.at.Store(uint32(len(next.parts)))
 				next.parts = append(next.parts, p)
 			}
@@ -220,15 +220,15 @@ func (c *Consumer) store(next *clusterSet) {
 	close(c.set.Swap(next).changed)
 }
 
-// setPaused pauses (on) or resumes the parts ps, and stores a read set
-// without the paused ones when that changed any.
-func (c *Consumer) setPaused(ps []*part, on bool) {
+// setStopped stops (on) or resumes reading the parts ps, and stores a read set
+// without the stopped ones when that changed any.
+func (c *Consumer) setStopped(ps []*part, on bool) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
 	changed := false
 	for _, p := range ps {
-		if p.paused != on {
-			p.paused, changed = on, true
+		if p.stopped != on {
+			p.stopped, changed = on, true
 		}
 	}
 	if changed {
