@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -136,20 +137,51 @@ type origin struct {
 // (q >= fromN) take keys of p.
 func (o *origin) concerns(q, n int) bool {
 	switch {
+	case q >= o.fromN || o.wide(n):
+		return true
 	case o.open != nil:
-		if q >= o.fromN || o.open.has(q) {
+		return o.open.has(q)
+	}
+	return !o.grown && o.p == q
+}
+
+// wide reports whether o names an old partition at or beyond n, whose
+// keys can land on every partition of n.
+func (o *origin) wide(n int) bool {
+	if o.open == nil {
+		return !o.grown && o.p >= n
+	}
+	for p := n; p < o.fromN; p++ {
+		if o.open.has(p) {
 			return true
 		}
-		for p := n; p < o.fromN; p++ {
-			if o.open.has(p) {
-				return true
+	}
+	return false
+}
+
+// partitions yields each partition of n that o concerns, once.
+func (o *origin) partitions(n int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		lo := min(o.fromN, n)
+		if o.wide(n) {
+			lo = 0
+		}
+		for q := lo; q < n; q++ {
+			if !yield(q) {
+				return
 			}
 		}
-		return false
-	case o.grown:
-		return q >= o.fromN
+		switch {
+		case o.open != nil:
+			for q := range lo {
+				if o.open.has(q) && !yield(q) {
+					return
+				}
+			}
+		case !o.grown && o.p < lo:
+			yield(o.p)
+		}
 	}
-	return o.p == q || q >= o.fromN || o.p >= n
 }
 
 // carried returns the origins a slot moved again carries over from its
@@ -175,9 +207,9 @@ func carried(prev *slotMove, from *cluster) []origin {
 			c.fromN = 0 // concerns every partition
 		} else {
 			owed := false
-			for _, pt := range from.parts {
-				if o.concerns(pt.idx, n) && j >= prev.acked[pt] && prev.owes(pt) {
-					c.open.add(pt.idx)
+			for q := range o.partitions(n) {
+				if pt := from.parts[q]; j >= prev.acked[pt] && prev.owes(pt) {
+					c.open.add(q)
 					owed = true
 				}
 			}
