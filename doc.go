@@ -16,6 +16,12 @@
 //	events, err := producer.New(ctx, topo, producer.Topic("events"), producer.WithClients(cs))
 //	billing, err := consumer.New(ctx, topo, consumer.Topic("orders"), consumer.Subscription("billing"), consumer.WithClients(cs))
 //
+// Clients.Update applies a new topology to every producer and consumer
+// attached, in the order router/HANDOVER.md, section 9 asks for:
+// consumers take the added clusters and keep reading the removed ones,
+// then producers move, then consumers drop the removed clusters, each
+// read to the end.
+//
 // Closing a producer or consumer leaves the clients open. Closing the
 // Clients closes every producer and consumer still open on it first, then
 // the clients; a later New with it returns ErrClosed.

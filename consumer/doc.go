@@ -69,6 +69,22 @@
 // count up (PartitionsAutoDiscoveryInterval) and, when a cluster's topic
 // grew, subscribes the new partitions alone, from their first message.
 //
+// # The hand-over of moving keys
+//
+// The Consumer is a reader of router/HANDOVER.md, section 6: it takes
+// markers (never delivered; acknowledged once their position has
+// passed), holds a moved key's messages per partition and slot until
+// their origins pass, and reports every place where a hold does not go
+// to plan through a HandoverObserver (one HandoverEvent each) and
+// Health's counters (Held, ForcedReleases, Unordered, BadHandover). The
+// bounds of section 6.3 are HoldTimeout and MaxHeld. A cluster an Update
+// adds, or one that joins after New, and a partition found later are
+// subscribed at Earliest whatever InitialPosition says, as section 9
+// requires. Messages read from the retry topic (Retry) are delivered as
+// they come, never held (section 6.5). With shared keyroute.Clients,
+// Clients.Update applies a change to consumers and producers in section
+// 9's three steps.
+//
 // # Positions
 //
 // A message's ID (cluster, partition, Pulsar message ID) is its position.

@@ -98,6 +98,21 @@
 // can start, and keep its other clusters' keys flowing, while one cluster
 // is out.
 //
+// # Changing the topology
+//
+// Update applies a new topology while messages flow, as the producer of
+// router/HANDOVER.md, section 5: only the keys whose owner changes move;
+// each old owner partition they leave gets a marker, their messages wait
+// in memory until its acknowledgement, then go to the new owner tagged
+// with where their earlier ones lie. HandoverTimeout bounds that wait
+// for an old owner that does not answer, and OnClusterDown decides what
+// the held messages do then (section 7.1); Spill's possible reorder is
+// logged and told to a ChangeObserver. A cluster that has not joined
+// (StartTimeout) was never written, so it owes no marker (section 7.6).
+// A topic found with more partitions is a change of its own
+// (PartitionsAutoDiscoveryInterval). LastChange and a ChangeObserver
+// report each change.
+//
 // # Transactions
 //
 // Txn (BeginTxn, RunInTxn, SendTxnBulk) stages messages and writes them at

@@ -119,7 +119,9 @@ func TestPartitionShrinkIsReported(t *testing.T) {
 // its acknowledgements. Jump hashing (SPEC.md step 3) moves only the keys
 // whose new partition is 5 or more: exactly those are held and tagged;
 // a key on an old partition is written at once and carries nothing, not
-// even the drain's origins, which were acknowledged there.
+// even the drain's origins, which were acknowledged there; a moved key
+// does not carry its old partition's drain origin either (HANDOVER.md
+// 5.4), only those still open on other old partitions.
 func TestGrowthMovesOnlyNewPartitionKeys(t *testing.T) {
 	fake := newFake(5)
 	p := newProducer(t, fake, 2, producer.PartitionsAutoDiscoveryInterval(0))
@@ -180,6 +182,8 @@ func TestGrowthMovesOnlyNewPartitionKeys(t *testing.T) {
 		var from []string
 		for _, o := range tagOf(t, got[0]).From {
 			from = append(from, o.String())
+			assert.False(t, o.Cluster == "c2" && int(o.Partition) == before[k].partition,
+				"%s carries the drain's origin %s, acknowledged on its old partition", k, o)
 		}
 		assert.Contains(t, from, originOf(ms[before[k].partition][0]), k)
 	}

@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -113,33 +114,136 @@ type slotMove struct {
 	acked map[*partition]int
 }
 
-// origin is an origin a slot's messages may carry: carried over from an
-// earlier change (all of them carry it), or of an old owner partition p
-// of fromN (only messages whose new partition takes keys of p carry it).
-// grown marks an origin of a partition change, whose keys stay on the
-// same cluster.
+// origin is an origin a slot's messages may carry. Of this change: the
+// marker of old owner partition p of fromN, which messages carry on the
+// new partitions that take keys of p; grown marks a partition change's,
+// whose keys stay on the same cluster. Carried over from an earlier
+// change (open is not nil): open holds the partitions (of fromN, the
+// slot's owner when this change moved it) where it was still owed, and
+// messages carry it on the new partitions that take keys of one of them.
 type origin struct {
-	o       router.Origin
-	carried bool
-	grown   bool
-	p       int
-	fromN   int
+	o     router.Origin
+	grown bool
+	p     int
+	fromN int
+	open  partSet
 }
 
-// concerns reports whether a message on partition q of n carries o: one
-// carried over does; one of this change does when keys of its old
-// partition can land on q. SPEC.md step 3 (jump hashing) puts a key on
-// partition p of fromN on partition q of n only if p == q, q >= fromN or
-// p >= n; at a growth p == q is a key that did not move, so only the new
-// partitions (q >= fromN) take keys of p.
+// concerns reports whether a message on partition q of n carries o: when
+// keys of o's old partition (or of one where it is open) can land on q.
+// SPEC.md step 3 (jump hashing) puts a key on partition p of fromN on
+// partition q of n only if p == q, q >= fromN or p >= n; at a growth
+// p == q is a key that did not move, so only the new partitions
+// (q >= fromN) take keys of p.
 func (o *origin) concerns(q, n int) bool {
 	switch {
-	case o.carried:
+	case q >= o.fromN || o.wide(n):
 		return true
-	case o.grown:
-		return q >= o.fromN
+	case o.open != nil:
+		return o.open.has(q)
 	}
-	return o.p == q || q >= o.fromN || o.p >= n
+	return !o.grown && o.p == q
+}
+
+// wide reports whether o names an old partition at or beyond n, whose
+// keys can land on every partition of n.
+func (o *origin) wide(n int) bool {
+	if o.open == nil {
+		return !o.grown && o.p >= n
+	}
+	for p := n; p < o.fromN; p++ {
+		if o.open.has(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// partitions yields each partition of n that o concerns, once.
+func (o *origin) partitions(n int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		lo := min(o.fromN, n)
+		if o.wide(n) {
+			lo = 0
+		}
+		for q := lo; q < n; q++ {
+			if !yield(q) {
+				return
+			}
+		}
+		switch {
+		case o.open != nil:
+			for q := range lo {
+				if o.open.has(q) && !yield(q) {
+					return
+				}
+			}
+		case !o.grown && o.p < lo:
+			yield(o.p)
+		}
+	}
+}
+
+// carried returns the origins a slot moved again carries over from its
+// previous move prev (HANDOVER.md 5.4): those still open on a partition
+// of from, the slot's owner now, where they concern it and no tagged
+// message of the slot acknowledged there carried them. Of two on one
+// partition it keeps the later, open where either was. A stand-in never
+// wrote the slot's messages: what prev owes is owed on every partition.
+func carried(prev *slotMove, from *cluster) []origin {
+	prev.mu.Lock()
+	defer prev.mu.Unlock()
+	type place struct {
+		cluster string
+		part    int32
+	}
+	last := map[place]int{}
+	n := len(from.parts)
+	var out []origin
+	for j := range prev.origins {
+		o := &prev.origins[j]
+		c := origin{o: o.o, fromN: n, open: newPartSet(max(n, 1))}
+		if from.parts[0].idx < 0 {
+			c.fromN = 0 // concerns every partition
+		} else {
+			owed := false
+			for q := range o.partitions(n) {
+				if pt := from.parts[q]; j >= prev.acked[pt] && prev.owes(pt) {
+					c.open.add(q)
+					owed = true
+				}
+			}
+			if !owed {
+				continue
+			}
+		}
+		k := place{o.o.Cluster, o.o.Partition}
+		if i, ok := last[k]; ok {
+			for w := range c.open {
+				c.open[w].Or(out[i].open[w].Load())
+			}
+			out[i] = c
+			continue
+		}
+		last[k] = len(out)
+		out = append(out, c)
+	}
+	return out
+}
+
+// settleOld settles the old partitions (the first fromN) of sm.to, a
+// partition change's successor, that no carried origin concerns: a key
+// there stays and owes nothing.
+func (sm *slotMove) settleOld(fromN int) {
+	for q := range fromN {
+		owed := false
+		for i := range sm.origins {
+			owed = owed || sm.origins[i].concerns(q, len(sm.to.parts))
+		}
+		if !owed {
+			sm.settled.add(q)
+		}
+	}
 }
 
 // owner returns the hand-over that h's messages wait for, or nil.

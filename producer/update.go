@@ -375,7 +375,7 @@ func markUp(h *health) {
 // of its slots gets a slotMove (slotMove.toN) whose keys on a new
 // partition move, and whose keys on an old one stay (jump hashing,
 // router/SPEC.md step 3) and owe only what an earlier change left open
-// there (keepAcked).
+// there (carried, settleOld).
 func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 	ch := &change{p: p, epoch: next.epoch, slotsFrom: map[*cluster][]*slotMove{}, done: make(chan struct{}), applied: time.Now()}
 	hos := map[*cluster][]*handover{}
@@ -392,18 +392,12 @@ func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 		}
 		sm := &slotMove{epoch: next.epoch, to: to, settled: newPartSet(len(to.parts))}
 		if prev := moves[s]; prev != nil {
-			var src []int
-			sm.origins, src = carried(prev)
-			if partChange && prev.to == from {
-				sm.keepAcked(prev, src)
-			}
+			sm.origins = carried(prev, from)
 		}
 		if partChange {
 			sm.toN = len(to.parts)
 			ch.grownSlots++
-			if len(sm.origins) == 0 {
-				sm.settleOld(len(from.parts))
-			}
+			sm.settleOld(len(from.parts))
 		} else {
 			ch.slots++
 		}
@@ -437,75 +431,6 @@ func (p *Producer) planChange(cur, next *snapshot, grown *cluster) *change {
 		close(ch.done)
 	}
 	return ch
-}
-
-// carried returns the origins a slot moved again carries over from its
-// previous move (HANDOVER.md 5.4): all of them, as every message of the
-// slot must carry them, keeping the later of two on one partition; src[i]
-// is the index in prev.origins of the i-th.
-func carried(prev *slotMove) (out []origin, src []int) {
-	prev.mu.Lock()
-	defer prev.mu.Unlock()
-	type place struct {
-		cluster string
-		part    int32
-	}
-	last := map[place]int{}
-	for j, o := range prev.origins {
-		k := place{o.o.Cluster, o.o.Partition}
-		o.carried = true
-		if i, ok := last[k]; ok {
-			out[i], src[i] = o, j
-			continue
-		}
-		last[k] = len(out)
-		out = append(out, o)
-		src = append(src, j)
-	}
-	return out, src
-}
-
-// keepAcked gives sm, a slot's move by a partition change of prev.to, what
-// prev knew of the old partitions, which keep their keys and their order:
-// a key that stays on partition q owes only the carried origins that
-// prev's messages to q still owed (concerning q and not acknowledged
-// there), src as carried returns. sm.acked takes the longest prefix of
-// carried origins owed nothing at q, and q is settled when it is all of
-// them: no origin of the partition change concerns an old partition.
-func (sm *slotMove) keepAcked(prev *slotMove, src []int) {
-	prev.mu.Lock()
-	defer prev.mu.Unlock()
-	n := len(prev.to.parts)
-	for _, pt := range prev.to.parts {
-		owing := prev.owes(pt)
-		k := 0
-		for k < len(src) {
-			if o := &prev.origins[src[k]]; owing && src[k] >= prev.acked[pt] && o.concerns(pt.idx, n) {
-				break
-			}
-			k++
-		}
-		if k == 0 {
-			continue
-		}
-		if sm.acked == nil {
-			sm.acked = map[*partition]int{}
-		}
-		// The successor's partition pt.idx writes on pt's topic.
-		sm.acked[sm.to.parts[pt.idx]] = k
-		if k == len(sm.origins) {
-			sm.settled.add(pt.idx)
-		}
-	}
-}
-
-// settleOld settles the first fromN partitions of sm.to, the old ones of
-// a partition change whose slot carries no origin: a key that stays owes
-// nothing.
-func (sm *slotMove) settleOld(fromN int) {
-	for q := range fromN {
-		sm.settled.add(q)
-	}
 }
 
 // Change describes a topology change the Producer applied (Update).

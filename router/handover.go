@@ -151,9 +151,11 @@ func ReservedProperty(props map[string]string) (string, bool) {
 
 // ParseMarker reads a marker from a received message's properties. It
 // returns ok false (and no error) when props have no PropMarker: the
-// message is not a marker. A marker whose properties do not follow
-// HANDOVER.md is an error naming the property (*HandoverError,
-// ErrBadHandover).
+// message is not a marker. A message with PropMarker is a marker whatever
+// else it has (HANDOVER.md, section 4): one whose properties do not follow
+// HANDOVER.md, a version other than MarkerVersion included, returns ok
+// true and an error naming the property (*HandoverError, ErrBadHandover);
+// a reader takes it as a marker all the same, and reports it.
 func ParseMarker(props map[string]string) (m Marker, ok bool, err error) {
 	v, ok := props[PropMarker]
 	if !ok {
@@ -186,9 +188,12 @@ func ParseMarker(props map[string]string) (m Marker, ok bool, err error) {
 }
 
 // ParseTag reads a moved message's tag from its properties. It returns ok
-// false (and no error) when props have no PropProducer: the message is
-// not a moved message. A tag that does not follow HANDOVER.md is an error
-// naming the property (*HandoverError, ErrBadHandover).
+// false (and no error) when props have no property beginning with
+// PropPrefix: the message is not a moved message. A tag that does not
+// follow HANDOVER.md, or a reserved property without PropProducer, returns
+// ok true and an error naming the property (*HandoverError,
+// ErrBadHandover): the message owes nothing, and is reported. Call
+// ParseMarker first: ParseTag refuses a marker's properties.
 func ParseTag(props map[string]string) (t Tag, ok bool, err error) {
 	if _, ok := props[PropProducer]; !ok {
 		if k, reserved := ReservedProperty(props); reserved {
