@@ -31,7 +31,7 @@ func benchKeys(n int) []string {
 
 // BenchmarkRoute is the per-message placement cost of the producer: Hash,
 // Cluster over 5 equal clusters, Partition over 10 partitions.
-func BenchmarkRoute(b *testing.B) { benchRoute(b, equalMembers(five...)) }
+func BenchmarkRoute(b *testing.B) { benchRoute(b, equalMembers(five...), true) }
 
 // BenchmarkRouteWeighted is BenchmarkRoute with weights 1:2:3:1:2 (the slot
 // owners were ranked on the floating-point path).
@@ -39,16 +39,31 @@ func BenchmarkRouteWeighted(b *testing.B) {
 	benchRoute(b, []router.Member{
 		{Name: "ams", Weight: 1}, {Name: "fra", Weight: 2}, {Name: "lon", Weight: 3},
 		{Name: "par", Weight: 1}, {Name: "waw", Weight: 2},
-	})
+	}, true)
 }
 
-func benchRoute(b *testing.B, members []router.Member) {
+// BenchmarkCluster is BenchmarkRoute without the partition: Hash and the
+// slot table lookup, so that a route's cost splits into xxhash
+// (BenchmarkXXHash), the cluster (this less BenchmarkXXHash) and the
+// partition (BenchmarkRoute less this).
+func BenchmarkCluster(b *testing.B) { benchRoute(b, equalMembers(five...), false) }
+
+// benchRoute places the benchmark keys over members, with their
+// partition among 10 or without one.
+func benchRoute(b *testing.B, members []router.Member, partition bool) {
 	r := mustNew(b, members)
 	for _, n := range []int{16, 24, 36} {
 		keys := benchKeys(n)
 		b.Run("keylen="+strconv.Itoa(n), func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
+			if !partition {
+				for b.Loop() {
+					sink += r.Cluster(router.Hash(keys[i%numBenchKeys]))
+					i++
+				}
+				return
+			}
 			for b.Loop() {
 				h := router.Hash(keys[i%numBenchKeys])
 				sink += r.Cluster(h) + router.Partition(h, 10)
