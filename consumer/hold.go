@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -70,7 +71,10 @@ type holder struct {
 	ready   []*entry                        // released, in release order, taken from the front
 	held    int                             // messages in queues
 	seq     uint64
-	forced  map[router.Origin]struct{}
+	// given is, per partition, the highest origin position given up
+	// (HANDOVER.md, section 6.3): every origin there at or before it
+	// counts as passed, until a seek.
+	given map[givenKey]router.Position
 	// progress is, for each partition a queue waits on, its frontier
 	// when the monitor last saw it move, and when (see stalled).
 	progress map[partKey]progress
@@ -83,8 +87,12 @@ type holder struct {
 	events   []HandoverEvent
 }
 
-// maxForced bounds the origins remembered as forced.
-const maxForced = 4096
+// givenKey names a partition of a cluster by name, which outlives a
+// subscription (an origin on a cluster not read names no *cluster).
+type givenKey struct {
+	cluster string
+	p       int32
+}
 
 // partKey names a partition of a cluster.
 type partKey struct {
@@ -189,7 +197,7 @@ func (h *holder) reset() {
 	h.parts = map[partKey]*partState{}
 	h.queues = map[slotKey]*queue{}
 	h.waiting = map[partKey]map[*queue]struct{}{}
-	h.forced = map[router.Origin]struct{}{}
+	h.given = map[givenKey]router.Position{}
 	h.progress = map[partKey]progress{}
 	if h.finished == nil {
 		h.finished = map[string]bool{}
@@ -210,6 +218,9 @@ func (c *Consumer) admit(raw pulsar.Message, p *part) bool {
 			return true
 		}
 		if _, ok := props[router.PropProducer]; ok { // markers have it too
+			return h.admit(raw, p)
+		}
+		if _, ok := props[router.PropMarker]; ok { // a marker without one
 			return h.admit(raw, p)
 		}
 	}
@@ -311,14 +322,16 @@ func (h *holder) take(raw pulsar.Message, p *part) bool {
 		e.slot = router.Slot(router.Hash(key))
 	}
 	if _, ok := props[router.PropMarker]; ok {
-		_, _, err := router.ParseMarker(props)
-		if err == nil {
-			m := new(entry)
-			*m = e
-			h.marker(m)
-			return false
+		// A marker is known by its property alone (HANDOVER.md, section
+		// 4): one that does not parse, or of another version, is taken
+		// as a marker all the same, and reported.
+		m := new(entry)
+		*m = e
+		if _, _, err := router.ParseMarker(props); err != nil {
+			h.report(m, HandoverBad, err)
 		}
-		h.report(&e, HandoverBad, err)
+		h.marker(m)
+		return false
 	} else if _, ok := props[router.PropProducer]; ok {
 		tag, _, err := router.ParseTag(props)
 		switch {
@@ -374,7 +387,7 @@ func (h *holder) readable(e *entry) []router.Origin {
 			h.event(e, HandoverUnread, o, 1, 0)
 			continue
 		}
-		if _, forced := h.forced[o]; !forced {
+		if !h.givenUp(o) {
 			from = append(from, o)
 		}
 	}
@@ -524,14 +537,15 @@ func (h *holder) apply() {
 // passed, and leaves q waiting on the first that has not.
 // The messages released so are reported as one HandoverReleased.
 func (h *holder) drain(q *queue) {
+	if first, n := h.deliverHead(q); n > 0 {
+		h.event(first, HandoverReleased, router.Origin{}, n, h.t.Sub(first.since))
+	}
+}
+
+// deliverHead is drain but for the report: it returns the first message
+// released and how many were.
+func (h *holder) deliverHead(q *queue) (first *entry, n int) {
 	h.unwait(q)
-	var first *entry
-	n := 0
-	defer func() {
-		if n > 0 {
-			h.event(first, HandoverReleased, router.Origin{}, n, h.t.Sub(first.since))
-		}
-	}()
 	for len(q.items) > 0 {
 		e := q.items[0]
 		if o, ok := h.blocking(e); ok {
@@ -558,6 +572,7 @@ func (h *holder) drain(q *queue) {
 		}
 	}
 	delete(h.queues, q.key)
+	return first, n
 }
 
 func (h *holder) unwait(q *queue) {
@@ -579,9 +594,8 @@ func (h *holder) blocking(e *entry) (router.Origin, bool) {
 	for len(e.tag.From) > 0 {
 		o := e.tag.From[0]
 		k := h.cluster(o.Cluster)
-		_, forced := h.forced[o]
 		switch {
-		case forced || h.finished[o.Cluster]:
+		case h.givenUp(o) || h.finished[o.Cluster]:
 			// passed
 		case k == nil:
 			// Its cluster left the Consumer (forget ends the wait,
@@ -670,8 +684,14 @@ func (h *holder) stalled(now time.Time) {
 			continue
 		}
 		delete(h.progress, pk)
-		for q := range qs {
-			h.force(q, HandoverTimeout, now)
+		// Each queue gives up the origin its head waits for: the highest
+		// of them is given up last, and covers the others.
+		for _, q := range slices.SortedFunc(maps.Keys(qs), func(a, b *queue) int {
+			return blockingPos(h, a).Compare(blockingPos(h, b))
+		}) {
+			if len(q.items) > 0 && q.waitOn == pk {
+				h.force(q, HandoverTimeout, now)
+			}
 		}
 	}
 	for _, q := range h.queues {
@@ -697,20 +717,51 @@ func (h *holder) forceWhole() bool {
 	return true
 }
 
-// force delivers q whole, in order, and reports it naming its head's
-// origin that had not passed; later messages owing that origin are not
-// held for it.
+// blockingPos is the position of the origin q's head waits for.
+func blockingPos(h *holder, q *queue) router.Position {
+	o, _ := h.blocking(q.items[0])
+	return o.Pos
+}
+
+// force gives up the origin q's head waits for (HANDOVER.md, section
+// 6.3): every origin on its partition at or before it counts as passed
+// from now on, and q drains by the rule, reported as kind naming that
+// origin; a message behind that waits for another origin stays held.
+// Queues waiting on that partition are looked at again.
 func (h *holder) force(q *queue, kind HandoverKind, now time.Time) {
+	head := q.items[0]
+	o, ok := h.blocking(head)
+	if ok {
+		gk := givenKey{o.Cluster, o.Partition}
+		if g, had := h.given[gk]; !had || g.Compare(o.Pos) < 0 {
+			h.given[gk] = o.Pos
+		}
+		if k := h.cluster(o.Cluster); k != nil {
+			h.work = append(h.work, partKey{k, o.Partition})
+		}
+	}
+	first, n := h.deliverHead(q)
+	if n == 0 {
+		return
+	}
+	h.event(first, kind, o, n, now.Sub(first.since))
+	first.k.hold.forced.Add(uint64(n))
+}
+
+// givenUp reports whether o was given up (see force).
+func (h *holder) givenUp(o router.Origin) bool {
+	g, ok := h.given[givenKey{o.Cluster, o.Partition}]
+	return ok && o.Pos.Compare(g) <= 0
+}
+
+// releaseAll delivers q whole, in order, and reports it as kind naming
+// its head's origin that had not passed: forget's, for a cluster that
+// leaves.
+func (h *holder) releaseAll(q *queue, kind HandoverKind, now time.Time) {
 	h.unwait(q)
 	head := q.items[0]
 	o, _ := h.blocking(head)
 	h.event(head, kind, o, len(q.items), now.Sub(head.since))
-	if o.Cluster != "" {
-		if len(h.forced) >= maxForced {
-			clear(h.forced)
-		}
-		h.forced[o] = struct{}{}
-	}
 	for i, e := range q.items {
 		e.k.hold.forced.Add(1)
 		h.release(e)
@@ -807,11 +858,11 @@ func (h *holder) forget(k *cluster, how forgetHow) {
 	for _, q := range h.queues {
 		switch {
 		case q.key.k == k:
-			h.force(q, HandoverUnread, h.t)
+			h.releaseAll(q, HandoverUnread, h.t)
 		case q.waitOn.k == k && finished:
 			h.work = append(h.work, q.waitOn)
 		case q.waitOn.k == k:
-			h.force(q, HandoverUnread, h.t)
+			h.releaseAll(q, HandoverUnread, h.t)
 		}
 	}
 	t := k.hold.front.Load()

@@ -89,3 +89,36 @@ func TestHoldTimeoutCountsFromTheOriginsLastProgress(t *testing.T) {
 	assert.Equal(t, consumer.HandoverTimeout, evs[0].Kind)
 	assert.Equal(t, o, evs[0].Origin)
 }
+
+// A forced release gives up one origin, the one its head waits for: a
+// message behind it that waits for another origin stays held until that
+// one passes (HANDOVER.md, section 6.3).
+func TestForcedReleaseGivesUpOneOrigin(t *testing.T) {
+	obs := &events{}
+	c, bed := newPartConsumer(t, consumer.HoldTimeout(time.Minute), consumer.Observe(obs))
+	var now atomic.Int64
+	consumer.SetHoldClock(c, func() time.Time { return time.Unix(0, now.Load()) })
+	later, moved := bed.stream("c1", 1), bed.stream("c2", 0)
+	a := origin("c1", 0, // nothing comes on c1/0
+		router.Position{Ledger: 1, Entry: 100, Batch: -1})
+	b := origin("c1", 1, later.at(0, 0))
+	moved.pushMoved(0, "k", "k1", pid, 1, a)
+	moved.pushMoved(0, "k", "k2", pid, 2, b)
+	none(t, c)
+	now.Add(int64(time.Minute))
+	consumer.HoldTick(c)
+	assert.Equal(t, []string{"k1"}, recv(t, c, 1))
+	none(t, c)
+	assert.Equal(t, int64(1), health(c, "c2").Held, "k2 waits for its own origin")
+	later.push(0, "k", "k0")
+	assert.Equal(t, []string{"k0", "k2"}, recv(t, c, 2))
+	evs := obs.all()
+	require.Len(t, evs, 1)
+	assert.Equal(t, consumer.HandoverTimeout, evs[0].Kind)
+	assert.Equal(t, a, evs[0].Origin)
+	assert.Equal(t, 1, evs[0].Messages)
+	assert.Equal(t, uint64(1), health(c, "c2").ForcedReleases)
+
+	moved.pushMoved(0, "j", "j1", pid, 1, a) // at or before what was given up
+	assert.Equal(t, []string{"j1"}, recv(t, c, 1))
+}
