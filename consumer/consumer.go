@@ -126,10 +126,13 @@ type member struct {
 
 	// Partition discovery (grow.go): discovering is set while a lookup
 	// runs, growing while new partitions are subscribed; discovered, the
-	// monitor's own, is when it last started one; partsErr is Health's
-	// PartitionsErr (a shrink, a failed growth), nil when none.
+	// monitor's own, is when it last started one; lookNow asks for one
+	// at the monitor's next round (a hold waits on a partition past those
+	// subscribed); partsErr is Health's PartitionsErr (a shrink, a failed
+	// growth), nil when none.
 	discovering atomic.Bool
 	growing     atomic.Bool
+	lookNow     atomic.Bool
 	discovered  time.Time
 	partsErr    atomic.Pointer[error]
 

@@ -44,7 +44,8 @@ var errShrunk = errors.New("the topic's partition count shrank (Pulsar cannot sh
 func (c *Consumer) discover(now time.Time) {
 	for _, m := range c.set.Load().members {
 		k := m.cur.Load()
-		if k == nil || k.link.partitions == nil || m.removed.Load() || now.Sub(m.discovered) < c.cfg.discoverEvery {
+		asked := m.lookNow.Swap(false)
+		if k == nil || k.link.partitions == nil || m.removed.Load() || (now.Sub(m.discovered) < c.cfg.discoverEvery && !asked) {
 			continue
 		}
 		m.discovered = now // the monitor's own field

@@ -555,6 +555,9 @@ func (h *holder) deliverHead(q *queue) (first *entry, n int) {
 				pk := partKey{k, o.Partition}
 				q.waitOn = pk
 				if h.waiting[pk] == nil {
+					if h.unknown(pk) {
+						k.lookNow.Store(true)
+					}
 					h.waiting[pk] = map[*queue]struct{}{}
 					// Progress counts from the first wait (see stalled).
 					f, ok := h.frontier(pk, h.parts[pk])
@@ -676,7 +679,9 @@ func (h *holder) stalled(now time.Time) {
 		ps := h.parts[pk]
 		f, ok := h.frontier(pk, ps)
 		pr, seen := h.progress[pk]
-		if !seen || (ps != nil && ps.stopped) || pr.ok != ok || pr.front != f {
+		// A partition past those subscribed is being looked up (see
+		// drain): progress too (HANDOVER.md, section 6.4).
+		if !seen || (ps != nil && ps.stopped) || pr.ok != ok || pr.front != f || h.unknown(pk) {
 			h.progress[pk] = progress{at: now, front: f, ok: ok}
 			continue
 		}
@@ -715,6 +720,12 @@ func (h *holder) forceWhole() bool {
 	}
 	h.force(old, HandoverLimit, h.t)
 	return true
+}
+
+// unknown reports whether pk is past the partitions subscribed on its
+// cluster: the count the Consumer knows is stale.
+func (h *holder) unknown(pk partKey) bool {
+	return !pk.k.link.whole && pk.k.part(pk.p) == nil
 }
 
 // blockingPos is the position of the origin q's head waits for.

@@ -122,3 +122,36 @@ func TestForcedReleaseGivesUpOneOrigin(t *testing.T) {
 	moved.pushMoved(0, "j", "j1", pid, 1, a) // at or before what was given up
 	assert.Equal(t, []string{"j1"}, recv(t, c, 1))
 }
+
+// A moved message whose origin is on a partition past those subscribed
+// (the count the Consumer knows is stale) makes the Consumer look the
+// count up at once, not at its next periodic lookup, and the origin is
+// not given up while it does (HANDOVER.md, section 6.4).
+func TestOriginPastTheKnownPartitionsLooksTheCountUp(t *testing.T) {
+	obs := &events{}
+	bed := newPartBed()
+	bed.set("c1", 2)
+	bed.set("c2", 2)
+	var lookups atomic.Int32
+	counted := func(cluster string) (int, error) {
+		if cluster == "c1" {
+			lookups.Add(1)
+		}
+		return bed.partitions(cluster)
+	}
+	c, err := consumer.New(context.Background(), topo(2), consumer.Topic("t"), consumer.Subscription("s"),
+		consumer.WithPartitionConnector(bed.connect, counted), consumer.Observe(obs),
+		consumer.PartitionsAutoDiscoveryInterval(time.Hour), consumer.ProbeInterval(time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	first := lookups.Load()
+	waitFor(t, func() bool { return lookups.Load() > first }) // the monitor's first periodic lookup
+	bed.set("c1", 3)
+	o := origin("c1", 2, router.Position{Ledger: 1, Entry: 0, Batch: -1})
+	bed.stream("c2", 0).pushMoved(0, "k", "k1", pid, 1, o)
+	none(t, c)
+	waitFor(t, func() bool { return health(c, "c1").Partitions == 3 })
+	bed.stream("c1", 2).push(0, "k", "k0")
+	assert.Equal(t, []string{"k0", "k1"}, recv(t, c, 2))
+	assert.Empty(t, obs.all())
+}
