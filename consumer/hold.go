@@ -1,7 +1,7 @@
 package consumer
 
 import (
-	"maps"
+	"container/heap"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -67,7 +67,7 @@ type holder struct {
 	t       time.Time // now, read once per operation under the lock
 	parts   map[partKey]*partState
 	queues  map[slotKey]*queue
-	waiting map[partKey]map[*queue]struct{} // queues whose head waits on the partition's frontier
+	waiting map[partKey]*waitHeap // queues whose head waits on the partition's frontier
 	ready   []*entry                        // released, in release order, taken from the front
 	held    int                             // messages in queues
 	seq     uint64
@@ -137,7 +137,33 @@ type progress struct {
 type queue struct {
 	key    slotKey
 	items  []*entry
-	waitOn partKey // the partition its head waits on; zero when none
+	waitOn  partKey         // the partition its head waits on; zero when none
+	waitPos router.Position // the position there its head waits for
+	waitIdx int             // its index in waiting[waitOn]
+}
+
+// waitHeap holds the queues that wait on one partition, the one waiting
+// for the lowest position first: a frontier that advances looks only at
+// the queues it passes, not at every queue waiting there.
+type waitHeap []*queue
+
+func (w waitHeap) Len() int           { return len(w) }
+func (w waitHeap) Less(i, j int) bool { return w[i].waitPos.Compare(w[j].waitPos) < 0 }
+func (w waitHeap) Swap(i, j int) {
+	w[i], w[j] = w[j], w[i]
+	w[i].waitIdx, w[j].waitIdx = i, j
+}
+func (w *waitHeap) Push(x any) {
+	q := x.(*queue)
+	q.waitIdx = len(*w)
+	*w = append(*w, q)
+}
+func (w *waitHeap) Pop() any {
+	old := *w
+	q := old[len(old)-1]
+	old[len(old)-1] = nil
+	*w = old[:len(old)-1]
+	return q
 }
 
 // entry is a message the holder took: a held message or a marker.
@@ -196,7 +222,7 @@ func (h *holder) reset() {
 	}
 	h.parts = map[partKey]*partState{}
 	h.queues = map[slotKey]*queue{}
-	h.waiting = map[partKey]map[*queue]struct{}{}
+	h.waiting = map[partKey]*waitHeap{}
 	h.given = map[givenKey]router.Position{}
 	h.progress = map[partKey]progress{}
 	if h.finished == nil {
@@ -553,17 +579,19 @@ func (h *holder) deliverHead(q *queue) (first *entry, n int) {
 			// forget or stalled.
 			if k := h.cluster(o.Cluster); k != nil {
 				pk := partKey{k, o.Partition}
-				q.waitOn = pk
-				if h.waiting[pk] == nil {
+				q.waitOn, q.waitPos = pk, o.Pos
+				w := h.waiting[pk]
+				if w == nil {
 					if h.unknown(pk) {
 						k.lookNow.Store(true)
 					}
-					h.waiting[pk] = map[*queue]struct{}{}
+					w = &waitHeap{}
+					h.waiting[pk] = w
 					// Progress counts from the first wait (see stalled).
 					f, ok := h.frontier(pk, h.parts[pk])
 					h.progress[pk] = progress{at: h.t, front: f, ok: ok}
 				}
-				h.waiting[pk][q] = struct{}{}
+				heap.Push(w, q)
 			}
 			return
 		}
@@ -583,8 +611,8 @@ func (h *holder) unwait(q *queue) {
 		return
 	}
 	if w := h.waiting[q.waitOn]; w != nil {
-		delete(w, q)
-		if len(w) == 0 {
+		heap.Remove(w, q.waitIdx)
+		if w.Len() == 0 {
 			delete(h.waiting, q.waitOn)
 		}
 	}
@@ -604,16 +632,20 @@ func (h *holder) blocking(e *entry) (router.Origin, bool) {
 			// Its cluster left the Consumer (forget ends the wait,
 			// reported, or a bound does).
 			return o, true
-		default:
-			pk := partKey{k, o.Partition}
-			ps := h.parts[pk]
-			if f, ok := h.frontier(pk, ps); !ok || f.Compare(o.Pos) < 0 || !within(ps, o.Pos) {
-				return o, true
-			}
+		case !h.passed(partKey{k, o.Partition}, o.Pos):
+			return o, true
 		}
 		e.tag.From = e.tag.From[1:]
 	}
 	return router.Origin{}, false
+}
+
+// passed reports whether the frontier of pk has passed pos: taken at or
+// beyond it, with no message at or before it held.
+func (h *holder) passed(pk partKey, pos router.Position) bool {
+	ps := h.parts[pk]
+	f, ok := h.frontier(pk, ps)
+	return ok && f.Compare(pos) >= 0 && within(ps, pos)
 }
 
 // release moves a held message to ready; when it was its partition's
@@ -652,10 +684,14 @@ func (h *holder) settle() {
 		if ps := h.parts[pk]; ps != nil {
 			h.ackWithin(pk, ps)
 		}
-		qs := h.waiting[pk]
-		delete(h.waiting, pk)
-		for q := range qs {
-			q.waitOn = partKey{}
+		// The queues whose position passed, lowest first: a drain may
+		// wait again on pk, further on.
+		for w := h.waiting[pk]; w != nil && w.Len() > 0; w = h.waiting[pk] {
+			q := (*w)[0]
+			if !h.givenUp(router.Origin{Cluster: pk.k.name, Partition: pk.p, Pos: q.waitPos}) &&
+				!h.finished[pk.k.name] && !h.passed(pk, q.waitPos) {
+				break
+			}
 			h.drain(q)
 		}
 	}
@@ -675,7 +711,7 @@ func (h *holder) stalled(now time.Time) {
 			delete(h.progress, pk)
 		}
 	}
-	for pk, qs := range h.waiting {
+	for pk, w := range h.waiting {
 		ps := h.parts[pk]
 		f, ok := h.frontier(pk, ps)
 		pr, seen := h.progress[pk]
@@ -691,9 +727,8 @@ func (h *holder) stalled(now time.Time) {
 		delete(h.progress, pk)
 		// Each queue gives up the origin its head waits for: the highest
 		// of them is given up last, and covers the others.
-		for _, q := range slices.SortedFunc(maps.Keys(qs), func(a, b *queue) int {
-			return blockingPos(h, a).Compare(blockingPos(h, b))
-		}) {
+		qs := slices.SortedFunc(slices.Values(*w), func(a, b *queue) int { return a.waitPos.Compare(b.waitPos) })
+		for _, q := range qs {
 			if len(q.items) > 0 && q.waitOn == pk {
 				h.force(q, HandoverTimeout, now)
 			}
@@ -726,12 +761,6 @@ func (h *holder) forceWhole() bool {
 // cluster: the count the Consumer knows is stale.
 func (h *holder) unknown(pk partKey) bool {
 	return !pk.k.link.whole && pk.k.part(pk.p) == nil
-}
-
-// blockingPos is the position of the origin q's head waits for.
-func blockingPos(h *holder, q *queue) router.Position {
-	o, _ := h.blocking(q.items[0])
-	return o.Pos
 }
 
 // force gives up the origin q's head waits for (HANDOVER.md, section

@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -154,4 +155,47 @@ func TestOriginPastTheKnownPartitionsLooksTheCountUp(t *testing.T) {
 	bed.stream("c1", 2).push(0, "k", "k0")
 	assert.Equal(t, []string{"k0", "k1"}, recv(t, c, 2))
 	assert.Empty(t, obs.all())
+}
+
+// BenchmarkReadOriginWithManyHolds: a message taken from a partition that
+// holds wait on (a reader catching up on the old owner while the moved
+// keys' messages are held): 1,000 queues wait on it, at a position far
+// ahead.
+func BenchmarkReadOriginWithManyHolds(b *testing.B) {
+	bed := newPartBed()
+	bed.queue = 2048
+	bed.set("c1", 1)
+	bed.set("c2", 1)
+	c, err := consumer.New(context.Background(), topo(2), consumer.Topic("t"), consumer.Subscription("s"),
+		consumer.WithPartitionConnector(bed.connect, bed.partitions), consumer.MaxHeld(1<<20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	old, moved := bed.stream("c1", 0), bed.stream("c2", 0)
+	o := origin("c1", 0, router.Position{Ledger: 1, Entry: 1 << 40, Batch: -1})
+	for i := range 1000 {
+		moved.pushMoved(0, fmt.Sprint("moved", i), "m", pid, 1, o)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 1000 {
+		if _, err := c.Receive(ctx); err == nil {
+			b.Fatal("a moved message was delivered")
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%1024 == 0 {
+			b.StopTimer()
+			for range min(1024, b.N-i) {
+				old.push(0, "z", "z")
+			}
+			b.StartTimer()
+		}
+		if _, err := c.Receive(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
