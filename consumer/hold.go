@@ -68,8 +68,8 @@ type holder struct {
 	parts   map[partKey]*partState
 	queues  map[slotKey]*queue
 	waiting map[partKey]*waitHeap // queues whose head waits on the partition's frontier
-	ready   []*entry                        // released, in release order, taken from the front
-	held    int                             // messages in queues
+	ready   []*entry              // released, in release order, taken from the front
+	held    int                   // messages in queues
 	seq     uint64
 	// given is, per partition, the highest origin position given up
 	// (HANDOVER.md, section 6.3): every origin there at or before it
@@ -135,8 +135,8 @@ type progress struct {
 
 // queue is the hold queue of one partition and slot.
 type queue struct {
-	key    slotKey
-	items  []*entry
+	key     slotKey
+	items   []*entry
 	waitOn  partKey         // the partition its head waits on; zero when none
 	waitPos router.Position // the position there its head waits for
 	waitIdx int             // its index in waiting[waitOn]
