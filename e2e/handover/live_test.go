@@ -424,9 +424,15 @@ func printFigures(ch liveChange, frac float64, took applyTimes, got []ordercheck
 			return m == wantMoved && (wantMoved || on == wantOnChanged)
 		}
 	}
+	short := func(d time.Duration) time.Duration { // a drain's consumer Update takes microseconds
+		if d < time.Millisecond {
+			return d.Round(time.Microsecond)
+		}
+		return d.Round(time.Millisecond)
+	}
 	unChanged, unElse, movedKeys := pick(false, true), pick(false, false), pick(true, false)
 	GinkgoWriter.Printf("FIGURES %s (%s): keys moved %.4f; producer %s, consumer %s; unmoved keys' e2e p99 before/after on %s %s/%s, elsewhere %s/%s; moved keys' e2e p99 %s; duplicates %d\n",
-		ch.name, ch.changed, frac, took.producer.Round(time.Millisecond), took.consumer.Round(time.Millisecond),
+		ch.name, ch.changed, frac, short(took.producer), short(took.consumer),
 		ch.changed, p99(unChanged, b), p99(unChanged, d), p99(unElse, b), p99(unElse, d), p99(movedKeys, d), dup)
 }
 
