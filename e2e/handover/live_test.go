@@ -84,8 +84,9 @@ type liveChange struct {
 
 // applyTimes is how long a change took on each side: the Update calls
 // (summed over a change of several), or for a growth the time from the
-// admin call until each side runs over the new partitions (a discovery
-// interval and the subscribe or open that follows).
+// start of the admin call that grows the topic until each side runs over
+// the new partitions (the call, a discovery interval, and the subscribe
+// or open that follows).
 type applyTimes struct{ producer, consumer time.Duration }
 
 // krReader reads a keyroute consumer from its own goroutine.
@@ -488,8 +489,10 @@ var _ = Describe("a live topology change under steady load (producer.Update)", f
 			popts: []producer.Opt{producer.PartitionsAutoDiscoveryInterval(discovery)},
 			check: func(keys []string, before, after map[string]owner) { checkGrowth(keys, before, after, "local-2", 5, 8) },
 			apply: func(ctx context.Context, topic string, p *producer.Producer, c *consumer.Consumer) applyTimes {
-				Expect(admin.Plain(suite.Bed.Cluster("local-2").AdminURL).UpdatePartitions(ctx, topic, 8)).To(Succeed())
+				// Timed from the admin call on: the producer's discovery
+				// may find the new partitions before the call returns.
 				t0 := time.Now()
+				Expect(admin.Plain(suite.Bed.Cluster("local-2").AdminURL).UpdatePartitions(ctx, topic, 8)).To(Succeed())
 				// One discovery interval, then its lookup within the
 				// operation timeout; the consumer's subscribe again too.
 				// Health asks each cluster's admin API: polled less often.
