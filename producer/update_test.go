@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -346,4 +347,55 @@ func TestUpdateRefusesATopologyNoClusterAnswers(t *testing.T) {
 	require.NoError(t, p.Update(context.Background(), only("c1", "c2")), "a working cluster stays: c2 is added down")
 	assert.Equal(t, uint64(1), p.Epoch())
 	require.NoError(t, p.Update(context.Background(), only("c1")))
+}
+
+// writersAtChange is a ChangeObserver that records, at each change
+// applied, how many writers are open on one cluster.
+type writersAtChange struct {
+	c  *producertest.Cluster
+	at []int // appended by OnChange on the goroutine applying the change (Update's); read after Update returns
+}
+
+func (w *writersAtChange) OnStart(context.Context, *producer.Event) map[string]string { return nil }
+func (w *writersAtChange) OnDone(*producer.Event)                                     {}
+func (w *writersAtChange) OnChange(ch producer.Change) {
+	if !ch.Done {
+		w.at = append(w.at, w.c.Writers())
+	}
+}
+
+// No key moves to an added cluster before its writers are open: Update
+// waits for its connection (StartTimeout), with the topology in use and
+// every key written where it was meanwhile, and applies the change, the
+// moment keys move, once every partition's writer is open.
+func TestUpdateMovesNoKeyBeforeTheAddedClusterIsOpen(t *testing.T) {
+	fake := newFake(2)
+	c6 := fake.Cluster("c6")
+	obs := &writersAtChange{c: c6}
+	p := newProducer(t, fake, 5, producer.StartTimeout(time.Hour), producer.Observe(obs))
+	keys := keyList(600)
+	before := placements(p, keys)
+	c6.BlackHole(true)
+	updated := make(chan error, 1)
+	go func() { updated <- p.Update(context.Background(), topo(6)) }()
+	for c6.Waiting() == 0 {
+		runtime.Gosched()
+	}
+
+	for k, err := range sendAll(p, keys, "during")() {
+		require.NoError(t, err, k)
+	}
+	assert.Empty(t, c6.Messages())
+
+	c6.BlackHole(false)
+	require.NoError(t, <-updated)
+	assert.Equal(t, []int{c6.Partitions()}, obs.at, "every writer open when the change is applied")
+	moved := 0
+	for k, at := range placements(p, keys) {
+		if at != before[k] {
+			require.Equal(t, "c6", at.cluster, k)
+			moved++
+		}
+	}
+	assert.NotZero(t, moved)
 }

@@ -33,7 +33,11 @@
 // outside the starting topology carries a like share on a topic of its
 // own until the change, so that it is warm; the raw rates and the time
 // the sender spent inside SendAsync are printed with it); the moved keys'
-// extra latency (p50, p99, max) is printed.
+// extra latency (p50, p99, max) is printed. Each change prints one line
+// of figures (FIGURES): the moved keys' fraction, the producer's and the
+// consumer's time to apply it, the keyroute consumer's end-to-end p99 of
+// the unmoved keys before and after the change (on the changed cluster
+// and elsewhere) and of the moved keys, and its duplicates.
 //
 // Bounds come from settings (hold timeouts, discovery interval, operation
 // timeouts), never from fixed figures. Run it with

@@ -65,10 +65,15 @@ func topoOf(n int, weight map[string]float64) *topology.Topology {
 
 // liveChange is one live change under load.
 type liveChange struct {
-	from *topology.Topology
+	// name says what the change is (add, drain, reweight, growth) in the
+	// printed figures; changed names the cluster it adds, drains,
+	// reweights or grows, whose unmoved keys' latency is printed apart.
+	name, changed string
+	from          *topology.Topology
 	// apply applies the change to the consumer and the producer and
-	// returns once the producer runs under it.
-	apply     func(ctx context.Context, topic string, p *producer.Producer, c *consumer.Consumer)
+	// returns once the producer runs under it, with how long each side
+	// took.
+	apply     func(ctx context.Context, topic string, p *producer.Producer, c *consumer.Consumer) applyTimes
 	epochs    uint64  // the producer's Epoch after apply
 	wantMoved float64 // the moved keys' fraction the weights give
 	popts     []producer.Opt
@@ -76,6 +81,13 @@ type liveChange struct {
 	// change against what router predicts.
 	check func(keys []string, before, after map[string]owner)
 }
+
+// applyTimes is how long a change took on each side: the Update calls
+// (summed over a change of several), or for a growth the time from the
+// start of the admin call that grows the topic until each side runs over
+// the new partitions (the call, a discovery interval, and the subscribe
+// or open that follows).
+type applyTimes struct{ producer, consumer time.Duration }
 
 // krReader reads a keyroute consumer from its own goroutine.
 type krReader struct {
@@ -276,7 +288,7 @@ func runLive(sctx SpecContext, ch liveChange) {
 	close(stopIdle)
 	<-idle
 	c0 := time.Now()
-	ch.apply(ctx, topic, p, c)
+	took := ch.apply(ctx, topic, p, c)
 	c1 := time.Now()
 	after := placements(p, keys)
 	Expect(p.Epoch()).To(Equal(ch.epochs))
@@ -342,13 +354,18 @@ func runLive(sctx SpecContext, ch liveChange) {
 		name string
 		got  []ordercheck.Got
 	}
-	reads := []read{{"keyroute consumer", kr.all()}}
+	krGot := kr.all()
+	reads := []read{{"keyroute consumer", krGot}}
 	for _, s := range specs {
 		got, _ := s.col.delivered()
 		reads = append(reads, read{s.name, got})
 	}
+	var krDup int
 	for i, rd := range reads {
 		res := ordercheck.Check(ledger, rd.got)
+		if i == 0 {
+			krDup = res.Duplicated
+		}
 		GinkgoWriter.Printf("%s: %s\n", rd.name, res)
 		if i < 2 { // the readers that read while the load ran
 			baseline := time.Duration(ordercheck.Latency(rd.got, func(string) bool { return true }, b0, b1).ValueAtQuantile(50)) * time.Microsecond
@@ -380,71 +397,131 @@ func runLive(sctx SpecContext, ch liveChange) {
 		Expect(st.MarkersAcked).To(Equal(st.Markers), s.name)
 		Expect(st.BadTags).To(BeZero(), s.name)
 	}
+	printFigures(ch, frac, took, krGot, krDup, func(k string) (bool, bool) { return moved[k], before[k].cluster == ch.changed },
+		[2]time.Time{b0, b1}, [2]time.Time{d0, d1})
 	Expect(frac).To(BeNumerically("~", ch.wantMoved, moveTolerance))
 	Expect(ratio).To(BeNumerically(">=", 0.95), "unmoved keys are not slowed")
 }
 
+// printFigures prints the change's figures on one line, from the
+// keyroute consumer's reads (got; dup its duplicates): the moved keys'
+// fraction, each side's time to apply it, the end-to-end latency p99
+// (delivery less send time) of the unmoved keys sent before the change
+// (window b) and from it on (window d), on the changed cluster and on
+// the others, and of the moved keys sent from the change on. of tells
+// whether a key moved and whether it was on the changed cluster.
+func printFigures(ch liveChange, frac float64, took applyTimes, got []ordercheck.Got, dup int,
+	of func(key string) (moved, onChanged bool), b, d [2]time.Time) {
+	p99 := func(pick func(string) bool, w [2]time.Time) string {
+		h := ordercheck.Latency(got, pick, w[0], w[1])
+		if h.TotalCount() == 0 {
+			return "-" // no such key
+		}
+		return (time.Duration(h.ValueAtQuantile(99)) * time.Microsecond).Round(time.Millisecond).String()
+	}
+	pick := func(wantMoved, wantOnChanged bool) func(string) bool {
+		return func(k string) bool {
+			m, on := of(k)
+			return m == wantMoved && (wantMoved || on == wantOnChanged)
+		}
+	}
+	short := func(d time.Duration) time.Duration { // a drain's consumer Update takes microseconds
+		if d < time.Millisecond {
+			return d.Round(time.Microsecond)
+		}
+		return d.Round(time.Millisecond)
+	}
+	unChanged, unElse, movedKeys := pick(false, true), pick(false, false), pick(true, false)
+	GinkgoWriter.Printf("FIGURES %s (%s): keys moved %.4f; producer %s, consumer %s; unmoved keys' e2e p99 before/after on %s %s/%s, elsewhere %s/%s; moved keys' e2e p99 %s; duplicates %d\n",
+		ch.name, ch.changed, frac, short(took.producer), short(took.consumer),
+		ch.changed, p99(unChanged, b), p99(unChanged, d), p99(unElse, b), p99(unElse, d), p99(movedKeys, d), dup)
+}
+
 // update applies topo to the consumer, then to the producer (HANDOVER.md
 // section 9: a new cluster's subscription exists before a producer
-// writes there).
-func update(ctx context.Context, topo *topology.Topology, p *producer.Producer, c *consumer.Consumer) {
+// writes there), and returns how long each took.
+func update(ctx context.Context, topo *topology.Topology, p *producer.Producer, c *consumer.Consumer) applyTimes {
+	t0 := time.Now()
 	Expect(c.Update(ctx, topo)).To(Succeed())
+	t1 := time.Now()
 	Expect(p.Update(ctx, topo)).To(Succeed())
+	return applyTimes{producer: time.Since(t1), consumer: t1.Sub(t0)}
 }
 
 var _ = Describe("a live topology change under steady load (producer.Update)", func() {
 	It("5 -> 6 clusters: every key in order for both readers, 1/6 of keys move, the others keep their rate", func(sctx SpecContext) {
 		runLive(sctx, liveChange{
-			from: topoOf(5, nil), epochs: 1, wantMoved: 1.0 / 6,
-			apply: func(ctx context.Context, _ string, p *producer.Producer, c *consumer.Consumer) {
-				update(ctx, topoOf(6, nil), p, c)
+			name: "add", changed: "local-6", from: topoOf(5, nil), epochs: 1, wantMoved: 1.0 / 6,
+			apply: func(ctx context.Context, _ string, p *producer.Producer, c *consumer.Consumer) applyTimes {
+				return update(ctx, topoOf(6, nil), p, c)
 			},
 		})
 	})
 
 	It("6 -> 5 clusters (drain): the drained cluster's keys move in order", func(sctx SpecContext) {
 		runLive(sctx, liveChange{
-			from: topoOf(6, nil), epochs: 1, wantMoved: 1.0 / 6,
+			name: "drain", changed: "local-6", from: topoOf(6, nil), epochs: 1, wantMoved: 1.0 / 6,
 			// The producer first: the consumer reads a removed cluster
 			// until its backlog is empty, which a producer still writing
 			// there could reach for a moment.
-			apply: func(ctx context.Context, _ string, p *producer.Producer, c *consumer.Consumer) {
+			apply: func(ctx context.Context, _ string, p *producer.Producer, c *consumer.Consumer) applyTimes {
+				t0 := time.Now()
 				Expect(p.Update(ctx, topoOf(5, nil))).To(Succeed())
+				t1 := time.Now()
 				Expect(c.Update(ctx, topoOf(5, nil))).To(Succeed())
+				return applyTimes{producer: t1.Sub(t0), consumer: time.Since(t1)}
 			},
 		})
 	})
 
 	It("a reweight (local-1 from 1 to 2 of 6): 1/3 - 1/5 of keys move to it", func(sctx SpecContext) {
 		runLive(sctx, liveChange{
-			from: topoOf(5, nil), epochs: 1, wantMoved: 2.0/6 - 1.0/5,
-			apply: func(ctx context.Context, _ string, p *producer.Producer, c *consumer.Consumer) {
-				update(ctx, topoOf(5, map[string]float64{"local-1": 2}), p, c)
+			name: "reweight", changed: "local-1", from: topoOf(5, nil), epochs: 1, wantMoved: 2.0/6 - 1.0/5,
+			apply: func(ctx context.Context, _ string, p *producer.Producer, c *consumer.Consumer) applyTimes {
+				return update(ctx, topoOf(5, map[string]float64{"local-1": 2}), p, c)
 			},
 		})
 	})
 
 	It("partitions 5 -> 8 on local-2: 3/8 of its keys move to the new partitions, in order, and no other key moves", func(sctx SpecContext) {
 		runLive(sctx, liveChange{
-			from: topoOf(5, nil), epochs: 1, wantMoved: 3.0 / 8 / 5,
+			name: "growth", changed: "local-2", from: topoOf(5, nil), epochs: 1, wantMoved: 3.0 / 8 / 5,
 			popts: []producer.Opt{producer.PartitionsAutoDiscoveryInterval(discovery)},
 			check: func(keys []string, before, after map[string]owner) { checkGrowth(keys, before, after, "local-2", 5, 8) },
-			apply: func(ctx context.Context, topic string, p *producer.Producer, c *consumer.Consumer) {
+			apply: func(ctx context.Context, topic string, p *producer.Producer, c *consumer.Consumer) applyTimes {
+				// Timed from the admin call on: the producer's discovery
+				// may find the new partitions before the call returns.
+				t0 := time.Now()
 				Expect(admin.Plain(suite.Bed.Cluster("local-2").AdminURL).UpdatePartitions(ctx, topic, 8)).To(Succeed())
 				// One discovery interval, then its lookup within the
 				// operation timeout; the consumer's subscribe again too.
-				Eventually(func() int { return p.Partitions()[1] }).WithTimeout(2*discovery + opTimeout).Should(Equal(8))
-				Eventually(func() int { return c.Health(ctx)[1].Partitions }).WithTimeout(2*discovery + 2*opTimeout).Should(Equal(8))
+				// Health is asked with a ctx already ended, so that it
+				// does not ask every cluster's admin API for its backlog
+				// at each poll: only Partitions is read.
+				ended, end := context.WithCancel(ctx)
+				end()
+				var took applyTimes
+				Eventually(func() bool {
+					if took.producer == 0 && p.Partitions()[1] == 8 {
+						took.producer = time.Since(t0)
+					}
+					if took.consumer == 0 && c.Health(ended)[1].Partitions == 8 {
+						took.consumer = time.Since(t0)
+					}
+					return took.producer > 0 && took.consumer > 0
+				}).WithTimeout(2*discovery + 2*opTimeout).Should(BeTrue())
+				return took
 			},
 		})
 	})
 
 	It("two changes back to back (5 -> 6, then local-6 to weight 2): the second waits for the first", func(sctx SpecContext) {
 		runLive(sctx, liveChange{
-			from: topoOf(5, nil), epochs: 2, wantMoved: 2.0 / 7,
-			apply: func(ctx context.Context, _ string, p *producer.Producer, c *consumer.Consumer) {
-				update(ctx, topoOf(6, nil), p, c)
-				update(ctx, topoOf(6, map[string]float64{"local-6": 2}), p, c)
+			name: "add then reweight", changed: "local-6", from: topoOf(5, nil), epochs: 2, wantMoved: 2.0 / 7,
+			apply: func(ctx context.Context, _ string, p *producer.Producer, c *consumer.Consumer) applyTimes {
+				a := update(ctx, topoOf(6, nil), p, c)
+				b := update(ctx, topoOf(6, map[string]float64{"local-6": 2}), p, c)
+				return applyTimes{producer: a.producer + b.producer, consumer: a.consumer + b.consumer}
 			},
 		})
 	})
