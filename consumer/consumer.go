@@ -23,8 +23,12 @@ type Consumer struct {
 	// once per take, with no lock. Changes (a join, an Update, the end
 	// of a drain, Close) are made under setMu, which also guards
 	// joinsStopped.
-	set          atomic.Pointer[clusterSet]
-	setMu        sync.Mutex
+	set   atomic.Pointer[clusterSet]
+	setMu sync.Mutex
+	// readMu orders the stores of set (publish, setStopped) and guards
+	// each part's stopped; taken under setMu or the holder's lock, and
+	// nothing is locked under it.
+	readMu       sync.Mutex
 	joinsStopped bool       // Close has begun: nothing joins from now on
 	updateMu     sync.Mutex // one Update at a time
 
@@ -169,6 +173,9 @@ type part struct {
 	at     atomic.Uint32 // its index in the read set it was last published in
 	stream stream
 	in     <-chan pulsar.ConsumerMessage // stream.Chan()
+	// stopped leaves the part out of the read set: the hand-over's
+	// back-pressure (see holder.press). Guarded by the Consumer's readMu.
+	stopped bool
 }
 
 // newParts returns the parts of streams, the partitions from first on

@@ -23,11 +23,12 @@ type partBed struct {
 	log   map[string][]string      // by cluster: "p<i> earliest=<b>" for each subscribe
 	gate  map[string]chan struct{} // when set, a subscribe of a partition past the first count waits on it
 	first map[string]int           // the count at the first subscribe
+	queue int                      // each stream's channel size
 }
 
 func newPartBed() *partBed {
 	return &partBed{parts: map[string]int{}, subs: map[string][]*fakeStream{}, log: map[string][]string{},
-		gate: map[string]chan struct{}{}, first: map[string]int{}}
+		gate: map[string]chan struct{}{}, first: map[string]int{}, queue: 16}
 }
 
 func (b *partBed) connect(ctx context.Context, cluster string, p int, earliest bool, share int) (consumer.Stream, error) {
@@ -47,7 +48,7 @@ func (b *partBed) connect(ctx context.Context, cluster string, p int, earliest b
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := newFakeStream(cluster, 16)
+	s := newFakeStream(cluster, b.queue)
 	for len(b.subs[cluster]) <= p {
 		b.subs[cluster] = append(b.subs[cluster], nil)
 	}

@@ -66,7 +66,8 @@ type ClusterHealth struct {
 	// ever held; Markers counts the markers taken (never delivered,
 	// acknowledged once within their partition's delivered frontier);
 	// ForcedReleases counts the messages delivered before an origin they
-	// owed passed (HoldTimeout, MaxHeld, an origin on a cluster not read);
+	// owed passed (an origin without progress for HoldTimeout, MaxHeld on a
+	// Retry subscription, an origin on a cluster not read);
 	// Unordered counts the moved messages their producer sent without an
 	// origin it owed; BadHandover counts the messages whose keyroute-
 	// properties did not follow HANDOVER.md (delivered as they are);

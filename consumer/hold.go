@@ -27,9 +27,16 @@ import (
 //     advances releases the queues waiting on it, their messages going to
 //     ready, which takes serve before the clusters' channels.
 //
-// Holds are bounded by HoldTimeout (checked as messages come and by the
-// monitor) and MaxHeld, and each forced release is reported. A Shared
-// subscription holds nothing: it only takes and acknowledges markers.
+// Memory is bounded by back-pressure, not by releasing holds: at MaxHeld
+// messages held, each partition that holds messages is left unread (see
+// press) until it holds none, and the others, the origins among them, go
+// on being read. A hold is released before its origin has passed only
+// when the origin's partition makes no progress for HoldTimeout (its
+// cluster down, not read, or the origin behind what the subscription
+// still has: see stalled), or when a stream over every partition of a
+// cluster cannot be left unread alone; each such release is reported. A
+// Shared subscription holds nothing: it only takes and acknowledges
+// markers.
 //
 // The rule orders a partition's messages as one reader takes them: the
 // frontier is exact for one goroutine taking (Receive, ReceiveBatch,
@@ -63,8 +70,11 @@ type holder struct {
 	ready   []*entry                        // released, in release order, taken from the front
 	held    int                             // messages in queues
 	seq     uint64
-	oldest  time.Time // at or before the receipt of the oldest held message; zero when none is
 	forced  map[router.Origin]struct{}
+	// progress is, for each partition a queue waits on, its frontier
+	// when the monitor last saw it move, and when (see stalled).
+	progress map[partKey]progress
+	flip     []partKey // partitions stopped or read again, for unlock to apply to the read set
 	// finished names the clusters a drain read to the end (backlog 0):
 	// every origin there has passed (see forget).
 	finished map[string]bool
@@ -104,6 +114,15 @@ type partState struct {
 	held    []*entry
 	full    router.Position // the highest position taken when the word is packOverflow
 	markers []*entry        // taken markers outside the frontier, in receipt order
+	stopped bool            // left unread by back-pressure until held is empty (see press)
+}
+
+// progress is what the monitor last saw of a partition that holds wait
+// on.
+type progress struct {
+	at    time.Time
+	front router.Position
+	ok    bool // something of the partition was taken
 }
 
 // queue is the hold queue of one partition and slot.
@@ -150,23 +169,32 @@ func (h *holder) init(c *Consumer) {
 	h.reset()
 }
 
-// reset forgets every hold, frontier and marker: a seek moves the
-// subscription, and what was taken before comes again.
+// reset forgets every hold, frontier and marker, and reads again the
+// partitions it stopped: a seek moves the subscription, and what was taken
+// before comes again.
 func (h *holder) reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for pk := range h.parts {
+	var stopped []*part
+	for pk, ps := range h.parts {
 		pk.k.hold.held.Store(0)
 		pk.k.hold.front.Store(nil)
+		if p := pk.k.part(pk.p); p != nil && ps.stopped {
+			stopped = append(stopped, p)
+		}
+	}
+	if stopped != nil {
+		h.c.setStopped(stopped, false)
 	}
 	h.parts = map[partKey]*partState{}
 	h.queues = map[slotKey]*queue{}
 	h.waiting = map[partKey]map[*queue]struct{}{}
 	h.forced = map[router.Origin]struct{}{}
+	h.progress = map[partKey]progress{}
 	if h.finished == nil {
 		h.finished = map[string]bool{}
 	}
-	h.ready, h.held, h.oldest, h.work, h.acks, h.events = nil, 0, time.Time{}, nil, nil, nil
+	h.ready, h.held, h.work, h.acks, h.events, h.flip = nil, 0, nil, nil, nil, nil
 	h.busy.Store(0)
 }
 
@@ -239,10 +267,14 @@ func (h *holder) admit(raw pulsar.Message, p *part) bool {
 	return pass
 }
 
-// unlock releases the lock, then acknowledges the markers that came
-// within their frontier, reports the events and wakes a waiting take
-// when released messages wait.
+// unlock applies the stops and resumes to the read set, releases the
+// lock, then acknowledges the markers that came within their frontier,
+// reports the events and wakes a waiting take when released messages
+// wait.
 func (h *holder) unlock() {
+	if len(h.flip) > 0 {
+		h.apply()
+	}
 	acks, events, ready := h.acks, h.events, len(h.ready) > 0
 	h.acks, h.events = nil, nil
 	h.mu.Unlock()
@@ -274,7 +306,6 @@ func (h *holder) take(raw pulsar.Message, p *part) bool {
 	// message): a copy goes to the heap then.
 	e := entry{raw: raw, k: k, pk: pk, pos: router.Position{Ledger: id.LedgerID(), Entry: id.EntryID(), Batch: id.BatchIdx()}, slot: -1}
 	h.t = h.now()
-	h.expire(h.t)
 	props := raw.Properties()
 	if key := raw.Key(); key != "" {
 		e.slot = router.Slot(router.Hash(key))
@@ -423,9 +454,6 @@ func (h *holder) hold(ps *partState, sk slotKey, q *queue, e *entry) {
 	h.busy.Add(1)
 	e.k.hold.held.Add(1)
 	e.k.hold.heldTotal.Add(1)
-	if h.oldest.IsZero() {
-		h.oldest = e.since
-	}
 	if q != nil {
 		// In position order too: goroutines taking at the same time can
 		// bring an earlier message after a later one is held.
@@ -441,8 +469,54 @@ func (h *holder) hold(ps *partState, sk slotKey, q *queue, e *entry) {
 		h.queues[sk] = q
 		h.drain(q)
 	}
-	for h.held > h.max {
-		h.forceOldest()
+	if h.held >= h.max {
+		h.press()
+	}
+}
+
+// press applies back-pressure at MaxHeld: every partition that holds
+// messages is stopped, left out of the read set, so that its later
+// messages wait in its receiver queue and on the broker, until it holds
+// none (see release); every other partition, the origins the holds wait
+// on among them, goes on being read. This cannot wait forever: a held
+// message waits on an origin written before it, a stopped partition's
+// unread messages on a held message written before them, so a chain of
+// waits goes back in time and ends at a partition that is read (or at an
+// origin that makes no progress, see stalled). A stream over every
+// partition of its cluster (link.whole) cannot be stopped alone: its
+// oldest holds are released instead while over the bound.
+func (h *holder) press() {
+	for pk, ps := range h.parts {
+		if len(ps.held) > 0 && !ps.stopped && !pk.k.link.whole {
+			ps.stopped = true
+			h.flip = append(h.flip, pk)
+		}
+	}
+	for h.held > h.max && h.forceWhole() {
+	}
+}
+
+// apply makes the read set follow the partitions flipped (stopped or
+// resumed) since the last call.
+func (h *holder) apply() {
+	var on, off []*part
+	for _, pk := range h.flip {
+		p := pk.k.part(pk.p)
+		switch ps := h.parts[pk]; {
+		case p == nil:
+		case ps != nil && ps.stopped:
+			on = append(on, p)
+		default:
+			off = append(off, p)
+		}
+	}
+	clear(h.flip)
+	h.flip = h.flip[:0]
+	if on != nil {
+		h.c.setStopped(on, true)
+	}
+	if off != nil {
+		h.c.setStopped(off, false)
 	}
 }
 
@@ -461,12 +535,19 @@ func (h *holder) drain(q *queue) {
 	for len(q.items) > 0 {
 		e := q.items[0]
 		if o, ok := h.blocking(e); ok {
-			pk := partKey{h.cluster(o.Cluster), o.Partition}
-			q.waitOn = pk
-			if h.waiting[pk] == nil {
-				h.waiting[pk] = map[*queue]struct{}{}
+			// A cluster not read has no frontier to wait on: q waits for
+			// forget or stalled.
+			if k := h.cluster(o.Cluster); k != nil {
+				pk := partKey{k, o.Partition}
+				q.waitOn = pk
+				if h.waiting[pk] == nil {
+					h.waiting[pk] = map[*queue]struct{}{}
+					// Progress counts from the first wait (see stalled).
+					f, ok := h.frontier(pk, h.parts[pk])
+					h.progress[pk] = progress{at: h.t, front: f, ok: ok}
+				}
+				h.waiting[pk][q] = struct{}{}
 			}
-			h.waiting[pk][q] = struct{}{}
 			return
 		}
 		q.items[0] = nil
@@ -537,6 +618,10 @@ func (h *holder) release(e *entry) {
 	clear(ps.held[:i])
 	if ps.held = ps.held[i:]; len(ps.held) == 0 {
 		ps.held = nil
+		if ps.stopped {
+			ps.stopped = false
+			h.flip = append(h.flip, e.pk)
+		}
 	}
 	h.work = append(h.work, e.pk)
 }
@@ -557,37 +642,59 @@ func (h *holder) settle() {
 			h.drain(q)
 		}
 	}
-	if h.held == 0 {
-		h.oldest = time.Time{}
-	}
 }
 
-// expire releases every hold older than the timeout.
-func (h *holder) expire(now time.Time) {
-	if h.held == 0 || now.Sub(h.oldest) < h.timeout {
-		return
-	}
-	oldest := time.Time{}
-	for _, q := range h.queues {
-		since := q.items[0].since
-		if now.Sub(since) >= h.timeout {
-			h.force(q, HandoverTimeout, now)
-		} else if oldest.IsZero() || since.Before(oldest) {
-			oldest = since
+// stalled releases the holds whose origin makes no progress: the
+// partition a queue waits on has not moved its frontier for HoldTimeout,
+// as the monitor sees it, while not stopped by press (a stopped partition
+// waits on holds of its own, which are progress). That is a cluster down
+// or not read, or an origin behind what the subscription still has (read
+// and acknowledged before a restart, say): never an origin that is being
+// read. A queue waiting on a cluster not read is released HoldTimeout
+// after its head came.
+func (h *holder) stalled(now time.Time) {
+	for pk := range h.progress {
+		if _, ok := h.waiting[pk]; !ok {
+			delete(h.progress, pk)
 		}
 	}
-	h.oldest = oldest
+	for pk, qs := range h.waiting {
+		ps := h.parts[pk]
+		f, ok := h.frontier(pk, ps)
+		pr, seen := h.progress[pk]
+		if !seen || (ps != nil && ps.stopped) || pr.ok != ok || pr.front != f {
+			h.progress[pk] = progress{at: now, front: f, ok: ok}
+			continue
+		}
+		if now.Sub(pr.at) < h.timeout {
+			continue
+		}
+		delete(h.progress, pk)
+		for q := range qs {
+			h.force(q, HandoverTimeout, now)
+		}
+	}
+	for _, q := range h.queues {
+		if q.waitOn.k == nil && now.Sub(q.items[0].since) >= h.timeout {
+			h.force(q, HandoverTimeout, now)
+		}
+	}
 }
 
-// forceOldest releases the queue of the oldest held message.
-func (h *holder) forceOldest() {
+// forceWhole releases the oldest queue of a stream over every partition
+// of its cluster (see press); false when there is none.
+func (h *holder) forceWhole() bool {
 	var old *queue
 	for _, q := range h.queues {
-		if old == nil || q.items[0].seq < old.items[0].seq {
+		if q.key.k.link.whole && (old == nil || q.items[0].seq < old.items[0].seq) {
 			old = q
 		}
 	}
+	if old == nil {
+		return false
+	}
 	h.force(old, HandoverLimit, h.t)
+	return true
 }
 
 // force delivers q whole, in order, and reports it naming its head's
@@ -613,14 +720,14 @@ func (h *holder) force(q *queue, kind HandoverKind, now time.Time) {
 	delete(h.queues, q.key)
 }
 
-// tick releases the holds older than the timeout; the monitor calls it.
+// tick releases the holds whose origin stalled; the monitor calls it.
 func (h *holder) tick() {
 	if h.busy.Load() == 0 {
 		return
 	}
 	h.mu.Lock()
 	h.t = h.now()
-	h.expire(h.t)
+	h.stalled(h.t)
 	h.settle()
 	h.unlock()
 }
@@ -712,6 +819,9 @@ func (h *holder) forget(k *cluster, how forgetHow) {
 		if pk.k == k {
 			h.acks = append(h.acks, ps.markers...)
 			delete(h.parts, pk)
+			if ps.stopped {
+				h.flip = append(h.flip, pk) // resumed: k may come back (forgetKeepFrontiers)
+			}
 			if t != nil && int(pk.p) < len(t.p) {
 				// The position past the word went with ps: none taken.
 				t.p[pk.p].word.CompareAndSwap(packOverflow, 0)

@@ -27,7 +27,20 @@ import (
 // every marker is acknowledged.
 func TestHoldKeepsEveryKeysOrderAcrossRandomChanges(t *testing.T) {
 	for seed := range int64(40) {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { randomHandovers(t, seed, false) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { randomHandovers(t, seed, false, false) })
+	}
+}
+
+// A reader that finds the same hand-overs as a backlog, each partition
+// read by a stream of its own (as pulsar-client-go's consumer of a
+// partition topic reads it), with a small MaxHeld: back-pressure leaves
+// the partitions that hold unread while the origins are read, so every
+// key's messages come in order with no hold forced, nothing is left
+// waiting, and the messages held stay within MaxHeld and one message per
+// partition.
+func TestHoldBackPressureKeepsOrderOfABacklog(t *testing.T) {
+	for seed := range int64(40) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { randomHandovers(t, seed, false, true) })
 	}
 }
 
@@ -37,22 +50,25 @@ func TestHoldKeepsEveryKeysOrderAcrossRandomChanges(t *testing.T) {
 // hold or not.
 func TestHoldConcurrentTakers(t *testing.T) {
 	for seed := range int64(20) {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { randomHandovers(t, seed, true) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { randomHandovers(t, seed, true, false) })
 	}
 }
 
-func randomHandovers(t *testing.T, seed int64, concurrent bool) {
+// modelRec is a message of the model: a marker has no value.
+type modelRec struct {
+	key, value string
+	props      map[string]string
+}
+
+func randomHandovers(t *testing.T, seed int64, concurrent, pressed bool) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	const clusters, keys, sends = 3, 8, 300
 	parts := 2
-	if concurrent { // partitions beyond the first frontier table's 8
+	if concurrent || pressed { // partitions beyond the first frontier table's 8
 		parts += int(seed % 12)
 	}
 	type place struct{ c, p int }
-	type rec struct {
-		key, value string
-		props      map[string]string
-	}
+	type rec = modelRec
 	logs := map[place][]rec{}
 	owner := make([]place, keys)
 	open := make([][]router.Origin, keys) // origins owed by the key's next messages
@@ -110,9 +126,20 @@ func randomHandovers(t *testing.T, seed int64, concurrent bool) {
 		logs[owner[i]] = append(logs[owner[i]], r)
 	}
 
+	total := 0
+	for _, l := range logs {
+		for _, r := range l {
+			if r.value != "" {
+				total++
+			}
+		}
+	}
+	if pressed {
+		pressedBacklog(t, rng, clusters, parts, total, markers, func(c, p int) []rec { return logs[place{c, p}] })
+		return
+	}
 	bed := newFakeBed(sends + 64)
 	c := newConsumer(t, bed, clusters)
-	total := 0
 	for ci := range clusters {
 		s := bed.stream(fmt.Sprint("c", ci+1))
 		next := make([]int, parts)
@@ -130,9 +157,6 @@ func randomHandovers(t *testing.T, seed int64, concurrent bool) {
 			r := logs[place{ci, p}][next[p]]
 			next[p]++
 			s.pushProps(int32(p), r.key, r.value, r.props)
-			if r.value != "" {
-				total++
-			}
 		}
 	}
 	var got []string
@@ -159,6 +183,68 @@ func randomHandovers(t *testing.T, seed int64, concurrent bool) {
 	if !concurrent {
 		none(t, c)
 	}
+	inOrder(t, got)
+	acked := 0
+	for ci := range clusters {
+		h := health(c, fmt.Sprint("c", ci+1))
+		assert.Zero(t, h.ForcedReleases)
+		assert.Zero(t, h.Held)
+		acked += len(bed.stream(fmt.Sprint("c", ci+1)).log())
+	}
+	assert.Equal(t, markers, acked, "every marker acknowledged once")
+}
+
+// pressedBacklog reads the partitions' logs (recs of keys, values and
+// properties) as a backlog, each partition a stream of its own, with a
+// MaxHeld of 1 to 3, one by one; see
+// TestHoldBackPressureKeepsOrderOfABacklog.
+func pressedBacklog(t *testing.T, rng *rand.Rand, clusters, parts, total, markers int, log func(c, p int) []modelRec) {
+	bed := newPartBed()
+	bed.queue = 1024
+	for ci := range clusters {
+		bed.set(fmt.Sprint("c", ci+1), parts)
+	}
+	maxHeld := 1 + rng.IntN(3)
+	c, err := consumer.New(context.Background(), topo(clusters), consumer.Topic("t"), consumer.Subscription("s"),
+		consumer.WithPartitionConnector(bed.connect, bed.partitions), consumer.MaxHeld(maxHeld))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	for ci := range clusters {
+		for p := range parts {
+			s := bed.stream(fmt.Sprint("c", ci+1), p)
+			for _, r := range log(ci, p) {
+				s.pushProps(0, r.key, r.value, r.props)
+			}
+		}
+	}
+	var got []string
+	peak := int64(0)
+	for range total {
+		got = append(got, recv(t, c, 1)...)
+		held := int64(0)
+		for ci := range clusters {
+			held += health(c, fmt.Sprint("c", ci+1)).Held
+		}
+		peak = max(peak, held)
+	}
+	none(t, c)
+	inOrder(t, got)
+	acked := 0
+	for ci := range clusters {
+		h := health(c, fmt.Sprint("c", ci+1))
+		assert.Zero(t, h.ForcedReleases)
+		assert.Zero(t, h.Held)
+		for p := range parts {
+			acked += len(bed.stream(fmt.Sprint("c", ci+1), p).log())
+		}
+	}
+	assert.Equal(t, markers, acked, "every marker acknowledged once")
+	assert.LessOrEqual(t, peak, int64(maxHeld+clusters*parts), "held within MaxHeld and one a partition")
+}
+
+// inOrder checks that each key's values (key/n) come with n rising.
+func inOrder(t *testing.T, got []string) {
+	t.Helper()
 	last := map[string]int{}
 	for _, v := range got {
 		var k string
@@ -170,14 +256,6 @@ func randomHandovers(t *testing.T, seed int64, concurrent bool) {
 		}
 		last[k] = n
 	}
-	acked := 0
-	for ci := range clusters {
-		h := health(c, fmt.Sprint("c", ci+1))
-		assert.Zero(t, h.ForcedReleases)
-		assert.Zero(t, h.Held)
-		acked += len(bed.stream(fmt.Sprint("c", ci+1)).log())
-	}
-	assert.Equal(t, markers, acked, "every marker acknowledged once")
 }
 
 // takeConcurrently takes total messages with Receive, ReceiveInto and

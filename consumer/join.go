@@ -192,19 +192,49 @@ func (c *Consumer) joined(m *member) bool {
 // open subscription of each, and wakes the takes waiting on the old one.
 // setMu is held.
 func (c *Consumer) publish(members []*member) {
-	next := &clusterSet{members: members, byName: make(map[string]*cluster, len(members)), changed: make(chan struct{})}
+	next := &clusterSet{members: members, byName: make(map[string]*cluster, len(members))}
 	for _, m := range members {
 		if k := m.cur.Load(); k != nil {
 			next.read = append(next.read, k)
 			next.byName[m.name] = k
-			for _, p := range *k.parts.Load() {
+		}
+	}
+	c.readMu.Lock()
+	c.store(next)
+	c.readMu.Unlock()
+}
+
+// store fills next's parts, those of its clusters that are not stopped,
+// stores it and wakes the takes waiting on the set it replaces. readMu
+// is held.
+func (c *Consumer) store(next *clusterSet) {
+	next.parts, next.changed = nil, make(chan struct{})
+	for _, k := range next.read {
+		for _, p := range *k.parts.Load() {
+			if !p.stopped {
 				p.at.Store(uint32(len(next.parts)))
 				next.parts = append(next.parts, p)
 			}
 		}
 	}
-	old := c.set.Swap(next)
-	close(old.changed)
+	close(c.set.Swap(next).changed)
+}
+
+// setStopped stops (on) or resumes reading the parts ps, and stores a read set
+// without the stopped ones when that changed any.
+func (c *Consumer) setStopped(ps []*part, on bool) {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	changed := false
+	for _, p := range ps {
+		if p.stopped != on {
+			p.stopped, changed = on, true
+		}
+	}
+	if changed {
+		cur := *c.set.Load()
+		c.store(&cur)
+	}
 }
 
 // retryJoins starts an attempt for every member that has not joined, has

@@ -49,10 +49,12 @@ type HandoverKind int
 // deliver a moved key's message before an earlier one of that key from
 // the same producer: a possible reorder, reported rather than silent.
 const (
-	// HandoverTimeout: a hold outlived the HoldTimeout option and its queue
-	// was delivered, in order, without its origin passed.
+	// HandoverTimeout: the partition a hold waits on made no progress for
+	// the HoldTimeout option, and the hold's queue was delivered, in
+	// order, without its origin passed.
 	HandoverTimeout HandoverKind = iota + 1
-	// HandoverLimit: MaxHeld messages were held; the oldest hold's queue was
+	// HandoverLimit: MaxHeld messages were held on a Retry subscription,
+	// which cannot leave one partition unread; the oldest hold's queue was
 	// delivered, in order, without its origin passed.
 	HandoverLimit
 	// HandoverUnread: a moved message names an origin on a cluster the

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -75,6 +76,10 @@ func BenchmarkConsumer(b *testing.B) {
 			side := sides[(i+round-1)%len(sides)]
 			var last, allocs float64
 			ran := b.Run(fmt.Sprintf("%s/round=%d", side.name, round), func(b *testing.B) {
+				// The side's clients and consumers, made on this goroutine,
+				// carry its label: pprof -tagfocus side=NAME.
+				pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("side", side.name)))
+				defer pprof.SetGoroutineLabels(context.Background())
 				runtime.GC()
 				var m0, m1 runtime.MemStats
 				runtime.ReadMemStats(&m0)

@@ -82,8 +82,9 @@ func newHandoverMetrics(meter metric.Meter, s *sites) (*handoverMetrics, error) 
 		return nil, fmt.Errorf("kotel: %s: %w", handoverMsgsName, err)
 	}
 	// The change histogram's buckets serve here too: a hold ends at its
-	// origin's marker (milliseconds to seconds) or at HoldTimeout (30 s by
-	// default), as a producer's hand-over ends at HandoverTimeout.
+	// origin's marker (milliseconds to seconds; longer for a reader
+	// catching up on a backlog) or after HoldTimeout without progress (30 s
+	// by default), as a producer's hand-over ends at HandoverTimeout.
 	m.held, err = meter.Float64Histogram(handoverHeldName, metric.WithUnit("s"), metric.WithDescription(handoverHeldDesc),
 		metric.WithExplicitBucketBoundaries(changeBuckets[:]...))
 	if err != nil {

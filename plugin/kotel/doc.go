@@ -250,9 +250,9 @@
 // messaging.consumer.group.name, messaging.destination.partition.id,
 // server.address, server.port, keyroute.cluster; those whose option was
 // not given are left out) and keyroute.handover.kind: "released" (a hold
-// whose origins passed, delivered in order), "hold_timeout" (a hold
-// outlived HoldTimeout), "hold_limit" (MaxHeld released the oldest
-// hold), "origin_unread" (an origin on a cluster the Consumer does not
+// whose origins passed, delivered in order), "hold_timeout" (its origin
+// made no progress for HoldTimeout), "hold_limit" (MaxHeld released the
+// oldest hold of a Retry subscription), "origin_unread" (an origin on a cluster the Consumer does not
 // read), "unordered" (a moved message its producer released without its
 // origin) or "bad" (hand-over properties that do not follow HANDOVER.md);
 // "_OTHER" for a kind this version does not know. Every kind but
