@@ -699,8 +699,9 @@ func (h *holder) settle() {
 
 // stalled releases the holds whose origin makes no progress: the
 // partition a queue waits on has not moved its frontier for HoldTimeout,
-// as the monitor sees it, while not stopped by press (a stopped partition
-// waits on holds of its own, which are progress). That is a cluster down
+// as the monitor sees it, nor has the queue's head come since, and the
+// partition holds nothing (one that holds, stopped by press or not, waits
+// on origins of its own, and its holds are judged by theirs). That is a cluster down
 // or not read, or an origin behind what the subscription still has (read
 // and acknowledged before a restart, say): never an origin that is being
 // read. A queue waiting on a cluster not read is released HoldTimeout
@@ -717,19 +718,20 @@ func (h *holder) stalled(now time.Time) {
 		pr, seen := h.progress[pk]
 		// A partition past those subscribed is being looked up (see
 		// drain): progress too (HANDOVER.md, section 6.4).
-		if !seen || (ps != nil && ps.stopped) || pr.ok != ok || pr.front != f || h.unknown(pk) {
+		// A partition that holds messages waits on origins of its own:
+		// its holds are judged by theirs (a stopped one holds too).
+		if !seen || (ps != nil && len(ps.held) > 0) || pr.ok != ok || pr.front != f || h.unknown(pk) {
 			h.progress[pk] = progress{at: now, front: f, ok: ok}
 			continue
 		}
 		if now.Sub(pr.at) < h.timeout {
 			continue
 		}
-		delete(h.progress, pk)
 		// Each queue gives up the origin its head waits for: the highest
 		// of them is given up last, and covers the others.
 		qs := slices.SortedFunc(slices.Values(*w), func(a, b *queue) int { return a.waitPos.Compare(b.waitPos) })
-		for _, q := range qs {
-			if len(q.items) > 0 && q.waitOn == pk {
+		for _, q := range qs { // each measured from its head's receipt too
+			if len(q.items) > 0 && q.waitOn == pk && now.Sub(q.items[0].since) >= h.timeout {
 				h.force(q, HandoverTimeout, now)
 			}
 		}

@@ -199,3 +199,56 @@ func BenchmarkReadOriginWithManyHolds(b *testing.B) {
 		}
 	}
 }
+
+// The time without progress counts from the later of the origin
+// partition's last move and the receipt of the head that waits: a hold
+// that comes to wait on a partition stalled for a while waits a whole
+// HoldTimeout of its own.
+func TestHoldTimeoutCountsFromTheHeadsReceiptToo(t *testing.T) {
+	obs := &events{}
+	c, bed := newPartConsumer(t, consumer.HoldTimeout(time.Minute), consumer.Observe(obs))
+	var now atomic.Int64
+	consumer.SetHoldClock(c, func() time.Time { return time.Unix(0, now.Load()) })
+	moved := bed.stream("c2", 0)
+	o := origin("c1", 1, router.Position{Ledger: 1, Entry: 100, Batch: -1})
+	moved.pushMoved(0, "k", "k1", pid, 1, o)
+	none(t, c)
+	now.Add(int64(50 * time.Second))
+	moved.pushMoved(0, otherSlot("k"), "j1", pid, 1, origin("c1", 1, router.Position{Ledger: 1, Entry: 200, Batch: -1}))
+	none(t, c)
+	now.Add(int64(10 * time.Second))
+	consumer.HoldTick(c)
+	assert.Equal(t, []string{"k1"}, recv(t, c, 1))
+	none(t, c)
+	now.Add(int64(50 * time.Second))
+	consumer.HoldTick(c)
+	assert.Equal(t, []string{"j1"}, recv(t, c, 1))
+	assert.Len(t, obs.all(), 2)
+}
+
+// A partition that holds counts as progressing: a hold that waits on it
+// is judged by the origin its holds wait on. Here c2/0's message waits
+// on c1/1, whose only message is held for c1/0, read slowly: nothing is
+// forced, and the key comes in order.
+func TestAHoldingPartitionCountsAsProgress(t *testing.T) {
+	obs := &events{}
+	c, bed := newPartConsumer(t, consumer.HoldTimeout(time.Minute), consumer.Observe(obs))
+	var now atomic.Int64
+	consumer.SetHoldClock(c, func() time.Time { return time.Unix(0, now.Load()) })
+	a, b, cc := bed.stream("c1", 0), bed.stream("c1", 1), bed.stream("c2", 0)
+	b0 := b.pushMoved(0, "k", "kb", pid, 1, origin("c1", 0, a.at(0, 3)))
+	cc.pushMoved(0, "k", "kc", pid, 2, origin("c1", 1, b0))
+	none(t, c)
+	for range 3 {
+		now.Add(int64(40 * time.Second))
+		a.push(0, "z", "z")
+		assert.Equal(t, []string{"z"}, recv(t, c, 1))
+		consumer.HoldTick(c)
+	}
+	now.Add(int64(40 * time.Second))
+	consumer.HoldTick(c)
+	assert.Empty(t, obs.all(), "c1/1 holds: progress")
+	a.push(0, "k", "ka")
+	assert.Equal(t, []string{"ka", "kb", "kc"}, recv(t, c, 3))
+	assert.Empty(t, obs.all())
+}
