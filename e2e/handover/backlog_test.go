@@ -401,7 +401,18 @@ var _ = Describe("a lagging reader of a backlog", func() {
 			// MaxHeld's bound: at most MaxHeld held, plus one per
 			// partition taken while the bound was reached.
 			Expect(f.lag.peakHeld).To(BeNumerically("<=", consumer.DefaultMaxHeld+f.lag.parts), "%s: held memory", f.typ)
-			Expect(f.ratio).To(BeNumerically(">=", minBacklogRate), "%s: the read rate", f.typ)
 		}
+		// The rate over the three types: one read of about ten seconds
+		// swings by a fifth on a busy 2-core machine (the plain baselines
+		// of one run ranged 14.7k to 18.3k msg/s), the sum of three less.
+		var plainTook, lagTook time.Duration
+		var plainN, lagN int
+		for _, f := range out {
+			plainTook, lagTook = plainTook+f.plain.took, lagTook+f.lag.took
+			plainN, lagN = plainN+len(f.plain.got), lagN+len(f.lag.got)
+		}
+		ratio := (float64(lagN) / lagTook.Seconds()) / (float64(plainN) / plainTook.Seconds())
+		GinkgoWriter.Printf("backlog read rate over the three types: %.3fx the plain backlog's\n", ratio)
+		Expect(ratio).To(BeNumerically(">=", minBacklogRate), "the read rate over the three types")
 	})
 })
