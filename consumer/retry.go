@@ -44,9 +44,10 @@ import (
 //     subscription.
 //   - The router opens its producer on the first message, retrying with
 //     context.Background() until it is made: one attempt takes up to the
-//     operation timeout; a retry topic that cannot be created (topic
-//     auto-creation off, a refused authorization) keeps the router in
-//     that loop for ever, and every later call waits on the channel. So
+//     operation timeout; a producer the broker refuses (the retry topic
+//     deleted with auto-creation off, no permission to produce, the
+//     topic's producer limit) keeps the router in that loop for ever, and
+//     every later call waits on the channel. So
 //     close waits for the calls counted at most the cluster's operation
 //     timeout (one attempt), then closes the subscription: nothing of
 //     keyroute waits on such a call, not even Close, and no lock is held
@@ -99,8 +100,8 @@ const opReconsume = "reconsume later"
 // ctx bounds the wait for m's cluster's consumer to take m, which is at
 // once but while pulsar-client-go opens a producer of the retry topic on
 // the cluster, after the first ReconsumeLater of a subscription: it
-// tries until the producer is made, for ever when the retry topic cannot
-// be created. When ctx ends first, ReconsumeLater returns an error
+// tries until the producer is made, for ever when the broker refuses it
+// (no permission to produce, say). When ctx ends first, ReconsumeLater returns an error
 // matching ctx.Err(), and m is handed over if the producer is made. A
 // reconnect, a drain's end, a growth's new subscription and Close wait
 // for such a hand-over at most the cluster's operation timeout, then
