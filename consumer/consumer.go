@@ -161,10 +161,9 @@ type cluster struct {
 	// (a reconnect, the end of a drain, Close): acknowledgements of its
 	// messages go by ID to the member's current subscription.
 	gone atomic.Bool
-	// retryMu is held shared by a ReconsumeLater handing a message to
-	// the stream, and alone by close before it closes the stream (see
-	// retry.go).
-	retryMu sync.RWMutex
+	// retries counts the ReconsumeLater hand-overs to the stream in
+	// flight, which close waits for, within a bound (see retry.go).
+	retries retryGate
 }
 
 // part is one stream of a cluster's subscription, the unit takes read:
@@ -364,7 +363,9 @@ func (c *Consumer) Subscription() string { return c.cfg.subscription }
 // flight. When ctx ends first, Close returns an error matching ctx.Err()
 // and the closing goes on in the background (its grouped acknowledgements
 // may not be sent yet); a later Close waits for it again. Otherwise Close
-// returns nil once every goroutine the Consumer started has ended. Calls
+// returns nil once every goroutine the Consumer started has ended, but
+// for a ReconsumeLater's hand-over that pulsar-client-go has not taken
+// within the cluster's operation timeout (see ReconsumeLater). Calls
 // other than Close and Health after Close return ErrClosed.
 func (c *Consumer) Close(ctx context.Context) error {
 	if c == nil {
@@ -427,9 +428,7 @@ func closeClusters(ks []*cluster) {
 // close closes k's subscription (each part's stream) and its client
 // (when the Consumer opened it).
 func (k *cluster) close() {
-	k.retryMu.Lock()
-	k.gone.Store(true)
-	k.retryMu.Unlock()
+	k.shutRetries()
 	for _, p := range *k.parts.Load() {
 		p.stream.Close()
 	}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -35,13 +37,24 @@ import (
 //     nothing: a message it cannot place is logged and dropped from the
 //     call, and stays unacknowledged.
 //   - The router stops when the consumer closes; a ReconsumeLater after
-//     that waits for ever on the channel. So a call holds its cluster's
-//     retryMu shared from before it checks that the subscription is still
-//     open until pulsar-client-go has taken the message, and
-//     (*cluster).close takes it alone before closing the subscription.
-//   - The router opens its producer on the first message, retrying until
-//     the cluster answers: the first ReconsumeLater of a subscription can
-//     wait that long.
+//     that waits for ever on the channel. So a call counts itself in its
+//     cluster's retryGate, from before it checks that the subscription is
+//     still open until pulsar-client-go has taken the message, and
+//     (*cluster).close waits for the calls counted before it closes the
+//     subscription.
+//   - The router opens its producer on the first message, retrying with
+//     context.Background() until it is made: one attempt takes up to the
+//     operation timeout; a producer the broker refuses (the retry topic
+//     deleted with auto-creation off, no permission to produce, the
+//     topic's producer limit) keeps the router in that loop for ever, and
+//     every later call waits on the channel. So
+//     close waits for the calls counted at most the cluster's operation
+//     timeout (one attempt), then closes the subscription: nothing of
+//     keyroute waits on such a call, not even Close, and no lock is held
+//     across it. A call left behind is pulsar-client-go's, as is its
+//     router goroutine: both end if the producer is made at last (the
+//     message is then written, or the call waits on the stopped router
+//     for ever).
 //
 // The e2e suite e2e/consumerparity (its retry spec) checks these on real
 // clusters, so that a change of the pinned version that breaks them
@@ -85,11 +98,15 @@ const opReconsume = "reconsume later"
 // ReconsumeLater, nor the acknowledgement pulsar-client-go sends.
 //
 // ctx bounds the wait for m's cluster's consumer to take m, which is at
-// once but for the first ReconsumeLater of a subscription: then
-// pulsar-client-go opens a producer of the retry topic on the cluster,
-// and tries until the cluster answers. When ctx ends first,
-// ReconsumeLater returns an error matching ctx.Err(), and m is still
-// handed over once the cluster answers (Close waits for that).
+// once but while pulsar-client-go opens a producer of the retry topic on
+// the cluster, after the first ReconsumeLater of a subscription: it
+// tries until the producer is made, for ever when the broker refuses it
+// (no permission to produce, say). When ctx ends first, ReconsumeLater returns an error
+// matching ctx.Err(), and m is handed over if the producer is made. A
+// reconnect, a drain's end, a growth's new subscription and Close wait
+// for such a hand-over at most the cluster's operation timeout, then
+// close the subscription without it (the Logger says so): m, not
+// acknowledged, then comes again.
 //
 // Errors: ErrNilMessage for nil or a Message without Raw; ErrNoRetry
 // without the Retry option; ErrReservedProperty for a name of props that
@@ -128,22 +145,13 @@ func (c *Consumer) ReconsumeLater(ctx context.Context, m *Message, delay time.Du
 	}
 	if ctx.Done() == nil { // nothing to give up for: on this goroutine
 		r.ReconsumeLaterWithCustomProperties(m.raw, props, delay)
-		k.retryMu.RUnlock()
+		k.retries.leave()
 		return nil
 	}
-	c.mu.Lock()
-	if c.closed.Load() {
-		c.mu.Unlock()
-		k.retryMu.RUnlock()
-		return clusterErr(k.name, opReconsume, ErrClosed)
-	}
-	c.acks.Add(1) // Close waits for it
-	c.mu.Unlock()
 	done := make(chan struct{})
-	go func() {
-		defer c.acks.Done()
+	go func() { // k's close waits for it, within its bound
 		r.ReconsumeLaterWithCustomProperties(m.raw, props, delay)
-		k.retryMu.RUnlock()
+		k.retries.leave()
 		close(done)
 	}()
 	select {
@@ -155,8 +163,9 @@ func (c *Consumer) ReconsumeLater(ctx context.Context, m *Message, delay time.Du
 }
 
 // lockFrom returns the cluster whose subscription takes m (see from), and
-// its consumer, with the cluster's retryMu held shared: the subscription
-// is not closed before the caller releases it.
+// its consumer, with the call counted in the cluster's retries: the
+// subscription is not closed before the caller leaves, or before close's
+// bound.
 func (c *Consumer) lockFrom(m *Message) (*cluster, reconsumer, error) {
 	for {
 		k, err := c.from(m, opReconsume)
@@ -167,15 +176,78 @@ func (c *Consumer) lockFrom(m *Message) (*cluster, reconsumer, error) {
 		if !ok {
 			return nil, nil, clusterErr(k.name, opReconsume, errors.ErrUnsupported)
 		}
-		k.retryMu.RLock()
-		if !k.gone.Load() {
+		if k.retries.enter(&k.gone) {
 			return k, r, nil
 		}
 		// It left the read set since from looked (a reconnect, a drain's
 		// end, Close): the set without it is published right after, and
 		// from finds the next subscription, or the Consumer closed.
-		k.retryMu.RUnlock()
 		runtime.Gosched()
+	}
+}
+
+// retryGate counts a subscription's ReconsumeLater calls that are handing
+// a message to its pulsar-client-go consumer, so that the subscription is
+// not closed under them (see the top of this file).
+type retryGate struct {
+	mu   sync.Mutex    // guards the fields below
+	n    int           // calls in flight
+	idle chan struct{} // when set, closed as n drops to 0 (a close waits on it)
+}
+
+// enter counts a call unless gone is set; gone is set under mu by shut,
+// so a call counted is one that shut waits for.
+func (g *retryGate) enter(gone *atomic.Bool) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gone.Load() {
+		return false
+	}
+	g.n++
+	return true
+}
+
+// leave ends a call that enter counted.
+func (g *retryGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n--; g.n == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+}
+
+// shutRetries sets k gone, then waits for the calls counted, at most k's
+// operation timeout: one attempt of pulsar-client-go's router to open
+// its retry producer. Calls still in flight then are left to
+// pulsar-client-go, and logged.
+func (k *cluster) shutRetries() {
+	g := &k.retries
+	g.mu.Lock()
+	k.gone.Store(true)
+	if g.n == 0 {
+		g.mu.Unlock()
+		return
+	}
+	if g.idle == nil {
+		g.idle = make(chan struct{})
+	}
+	idle := g.idle
+	g.mu.Unlock()
+	bound := operationTimeout(k.member)
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return
+	case <-t.C:
+	}
+	g.mu.Lock()
+	n := g.n
+	g.mu.Unlock()
+	if n > 0 {
+		k.owner.log().Warn("keyroute: closing a subscription with ReconsumeLater calls that pulsar-client-go's retry router has not taken (it cannot open the retry topic's producer); their messages come again",
+			"cluster", k.name, "calls", n, "waited", bound.String())
 	}
 }
 

@@ -113,6 +113,19 @@ func newRetryConsumer(t *testing.T, b *retryBed, clusters int, opts ...consumer.
 	return newConsumer(t, b.fakeBed, clusters, append([]consumer.Opt{consumer.WithConnector(b.connect), retryPolicy}, opts...)...)
 }
 
+// retryConsumerWaiting returns a Consumer with Retry over one fake
+// cluster whose operation timeout, which bounds a closing's wait for a
+// ReconsumeLater in flight, is op.
+func retryConsumerWaiting(t *testing.T, b *retryBed, op time.Duration) *consumer.Consumer {
+	t.Helper()
+	tp := topo(1)
+	tp.Clusters[0].Client.OperationTimeout = op
+	c, err := consumer.New(context.Background(), tp, consumer.Topic("t"), consumer.Subscription("s"), consumer.WithConnector(b.connect), retryPolicy)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
 // pushRetried queues a message as one read from the retry topic: its
 // partition index and entry are the retry topic's, and it carries
 // pulsar-client-go's reconsume properties besides props.
@@ -276,7 +289,7 @@ func TestCloseWaitsForReconsumeLater(t *testing.T) {
 		t.Run(fmt.Sprint("cancellable=", cancellable), func(t *testing.T) {
 			b := newRetryBed()
 			b.started, b.block = make(chan struct{}, 1), make(chan struct{})
-			c := newRetryConsumer(t, b, 1)
+			c := retryConsumerWaiting(t, b, time.Hour) // longer than the test: close waits for the hand-over
 			s := b.stream("c1")
 			s.push(0, "k", "v")
 			m := receive(t, c)
@@ -301,7 +314,7 @@ func TestCloseWaitsForReconsumeLater(t *testing.T) {
 			require.ErrorIs(t, c.Close(ended), context.Canceled, "the hand-over is still in flight")
 			// The closing goes on in the background: wait until it has
 			// closed the subscription, or waits for the hand-over.
-			for !s.isClosed() && !blockedIn("consumer.(*cluster).close", "sync.(*RWMutex).Lock") {
+			for !s.isClosed() && !blockedIn("consumer.(*cluster).shutRetries", "[select") {
 				time.Sleep(time.Millisecond)
 			}
 			assert.False(t, s.isClosed(), "the subscription stays open while a hand-over is in flight")
@@ -338,4 +351,54 @@ func TestReconsumeLaterAfterAReconnect(t *testing.T) {
 	require.Len(t, calls, 1)
 	assert.Equal(t, "0:0", calls[0].id)
 	assert.False(t, calls[0].afterClosed)
+}
+
+// A hand-over that pulsar-client-go's retry router never takes (v0.21.0
+// retries opening its retry producer for ever: a retry topic that cannot
+// be created) holds up neither an Update that reconnects its cluster nor
+// Close: each waits for it at most the cluster's operation timeout, then
+// closes the subscription, whether the ReconsumeLater gave up at its ctx
+// or still waits (a ctx that cannot end: the caller's goroutine).
+func TestStuckReconsumeLaterHoldsUpNeitherUpdateNorClose(t *testing.T) {
+	for _, cancellable := range []bool{false, true} {
+		t.Run(fmt.Sprint("cancellable=", cancellable), func(t *testing.T) {
+			ctx := context.Background()
+			b := newRetryBed()
+			b.started, b.block = make(chan struct{}, 1), make(chan struct{})
+			c := retryConsumerWaiting(t, b, time.Millisecond)
+			s := b.stream("c1")
+			s.push(0, "k", "v")
+			m := receive(t, c)
+			rctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if !cancellable {
+				rctx = ctx
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- c.ReconsumeLater(rctx, m, time.Second, nil) }()
+			<-b.started
+			if cancellable {
+				cancel()
+				require.ErrorIs(t, <-errc, context.Canceled)
+			}
+
+			moved := topo(1)
+			moved.Clusters[0].ServiceURL = "pulsar://127.0.0.1:7777"
+			moved.Clusters[0].Client.OperationTimeout = time.Millisecond
+			require.NoError(t, c.Update(ctx, moved))
+			assert.True(t, s.isClosed(), "the reconnect closed the old subscription")
+			require.NoError(t, c.Close(ctx))
+
+			close(b.block) // the router gets its producer at last
+			if !cancellable {
+				require.NoError(t, <-errc)
+			}
+			for len(s.reconsumed()) == 0 { // the goroutine left behind hands it over
+				time.Sleep(time.Millisecond)
+			}
+			calls := s.reconsumed()
+			require.Len(t, calls, 1)
+			assert.True(t, calls[0].afterClosed, "handed over after its subscription closed: pulsar-client-go's router may have stopped (its goroutine would stay)")
+		})
+	}
 }

@@ -238,6 +238,62 @@ func (c *Consumer) eachTopic(fn func(s *Consumer) error) error {
 	return errors.Join(errs...)
 }
 
+// updateTopics is Update over several topics: the topics' Consumers take
+// topo in parallel, and when one refuses it, those that took it are put
+// back on the topology each had (a cluster added is removed again, and
+// drains as any removed; one reconnected goes back to its old settings).
+// Putting back waits for a reconnected cluster as Update does, at most
+// StartTimeout, even once ctx has ended: a change that some topics keep
+// and others not is worse than a late error. The error names each topic
+// that refused, and each that could not be put back.
+func (c *Consumer) updateTopics(ctx context.Context, topo *topology.Topology) error {
+	c.updateMu.Lock()
+	defer c.updateMu.Unlock()
+	olds := make(map[*Consumer]*topology.Topology, len(c.subs))
+	for _, s := range c.subs {
+		olds[s] = s.topology()
+	}
+	var mu sync.Mutex
+	var took []*Consumer
+	err := c.eachTopic(func(s *Consumer) error {
+		if err := s.Update(ctx, topo); err != nil {
+			return err
+		}
+		mu.Lock()
+		took = append(took, s)
+		mu.Unlock()
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	back := context.WithoutCancel(ctx)
+	undone := c.eachTopic(func(s *Consumer) error {
+		if !slices.Contains(took, s) {
+			return nil
+		}
+		if err := s.update(back, olds[s]); err != nil {
+			return fmt.Errorf("took the new topology and could not be put back: %w", err)
+		}
+		return nil
+	})
+	return errors.Join(err, undone)
+}
+
+// topology returns the topology c's clusters were last given: its
+// members that no Update removed, in order.
+func (c *Consumer) topology() *topology.Topology {
+	t := &topology.Topology{}
+	for _, m := range c.set.Load().members {
+		if !m.removed.Load() {
+			m.jmu.Lock()
+			t.Clusters = append(t.Clusters, m.cl)
+			m.jmu.Unlock()
+		}
+	}
+	return t
+}
+
 // seekByTimeTopics is SeekByTime over several topics.
 func (c *Consumer) seekByTimeTopics(ctx context.Context, t time.Time) error {
 	c.seekMu.Lock()

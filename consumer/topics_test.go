@@ -248,3 +248,58 @@ func TestTopicsOfOneIsTopic(t *testing.T) {
 	assert.Equal(t, "c1/0/1:0:-1", m.ID.String())
 	assert.Equal(t, "", c.Health(context.Background())[0].Topic)
 }
+
+// An Update that one topic's Consumer refuses is applied to no topic: the
+// topics that took it are put back on the old topology (a cluster they
+// added is removed again, one they reconnected goes back to its old
+// settings), and the error names the topic and the cluster that failed.
+func TestTopicsUpdateIsAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	refused := errors.New("refused")
+	for name, tc := range map[string]struct {
+		change  func(*topology.Topology)
+		cluster string // the one that fails
+	}{
+		"add":       {func(tp *topology.Topology) { tp.Clusters = topo(3).Clusters }, "c3"},
+		"reconnect": {func(tp *topology.Topology) { tp.Clusters[1].ServiceURL = "pulsar://127.0.0.1:7777" }, "c2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bed := newTopicBed()
+			var mu sync.Mutex
+			urls := map[string]string{} // the URL each topic's latest subscription on a cluster used
+			connect := func(ctx context.Context, cl topology.Cluster, topic string, share int) (consumer.Stream, func() error, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if topic == "b" && (cl.Name == "c3" || cl.ServiceURL == "pulsar://127.0.0.1:7777") {
+					return nil, nil, refused
+				}
+				urls[topic+" "+cl.Name] = cl.ServiceURL
+				return bed.connect(ctx, cl, topic, share)
+			}
+			c, err := consumer.New(ctx, topo(2), consumer.Topics("a", "b"), consumer.Subscription("s"), consumer.WithTopicConnector(connect))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close(ctx) })
+
+			next := topo(2)
+			tc.change(next)
+			err = c.Update(ctx, next)
+			require.ErrorIs(t, err, refused)
+			var ce *consumer.ClusterError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tc.cluster, ce.Cluster)
+			assert.Contains(t, err.Error(), `topic "b"`)
+			assert.NotContains(t, err.Error(), `topic "a"`, "topic a was put back")
+
+			var read []string
+			for _, h := range c.Health(ctx) {
+				if !h.Draining {
+					read = append(read, h.Topic+" "+h.Cluster)
+				}
+			}
+			assert.Equal(t, []string{"a c1", "a c2", "b c1", "b c2"}, read, "every topic on the old topology")
+			mu.Lock()
+			assert.Equal(t, topo(2).Clusters[1].ServiceURL, urls["a c2"], "topic a's c2 back on its old settings")
+			mu.Unlock()
+		})
+	}
+}

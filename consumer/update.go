@@ -44,7 +44,9 @@ import (
 // when it ends first, Update returns an error matching ctx.Err() and
 // undoes them likewise. With WithClients, topo must be the shared
 // clients' topology (keyroute.ErrOtherTopology otherwise): update the
-// Clients. One Update runs at a time; it returns ErrClosed after Close.
+// Clients. With Topics, every topic's Consumer takes topo or none does
+// (the error names the topic): see updateTopics. One Update runs at a
+// time; it returns ErrClosed after Close.
 func (c *Consumer) Update(ctx context.Context, topo *topology.Topology) error {
 	if c == nil || c.closed.Load() {
 		return ErrClosed
@@ -58,7 +60,7 @@ func (c *Consumer) Update(ctx context.Context, topo *topology.Topology) error {
 		}
 	}
 	if c.subs != nil {
-		return c.eachTopic(func(s *Consumer) error { return s.Update(ctx, topo) })
+		return c.updateTopics(ctx, topo)
 	}
 	return c.update(ctx, topo)
 }

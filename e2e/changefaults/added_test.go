@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -183,5 +184,36 @@ var _ = Describe("Close with a silent cluster added", func() {
 		Expect(took).To(BeNumerically("<", startTimeout), "Close returned at its ctx's end (%s), not with the silent cluster's timeouts", short)
 		_, err = p.Send(ctx, &producer.Message{Key: "late", Value: []byte("late")})
 		Expect(err).To(MatchError(producer.ErrClosed))
+	})
+})
+
+var _ = Describe("Close without a ctx deadline, with a silent cluster added", func() {
+	It("returns within the silent cluster's timeouts: its operation timeout and the keep-alive that bounds pulsar-client-go's handshake", func(sctx SpecContext) {
+		ctx := specCtx(sctx, 4*updateBound)
+		a, b, _ := clusters()
+		topic := newTopic(ctx, "closenodeadline", a, b)
+		// The silent cluster's operation timeout and keep-alive; the
+		// StartTimeout is shorter, so that the Update adds it down with an
+		// attempt in flight (an operation timeout that ends first is an
+		// answer: a refusal).
+		const timeouts, start = 5 * time.Second, 2 * time.Second
+		downTopo, _ := withSilent(topoOf(a.Name, b.Name))
+		downTopo.Clusters[len(downTopo.Clusters)-1].Client.OperationTimeout = timeouts
+		keep := producer.ConfigureClient(func(_ string, o *pulsar.ClientOptions) { o.KeepAliveInterval = timeouts })
+		p, err := producer.New(ctx, topoOf(a.Name, b.Name), producer.Topic(topic), producer.SendTimeout(sendTimeout), producer.StartTimeout(start), keep)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) { _ = p.Close(ctx) })
+		_, err = within(ctx, updateBound, func(ctx context.Context) error { return p.Update(ctx, downTopo) })
+		Expect(err).NotTo(HaveOccurred())
+
+		// A join attempt to the silent cluster is in flight: Close waits
+		// for it, and it lasts one handshake (the keep-alive) per lookup
+		// try, within the operation timeout.
+		t0 := time.Now()
+		err = p.Close(context.Background())
+		took := time.Since(t0)
+		GinkgoWriter.Printf("Close without a deadline took %s (operation timeout and keep-alive %s): %v\n", took.Round(time.Millisecond), timeouts, err)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(took).To(BeNumerically("<=", 2*timeouts), "one attempt in flight: its operation timeout, or one keep-alive more for the handshake under way")
 	})
 })

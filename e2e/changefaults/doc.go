@@ -22,7 +22,22 @@
 //     WaitUp (they wait DownWait longer, then fail; none unordered) and
 //     Spill (they are written marked unordered), then resumed;
 //   - two producer instances applying the same change one after the
-//     other (router/HANDOVER.md section 9), under load.
+//     other (router/HANDOVER.md section 9), under load;
+//   - a consumer process SIGKILLed while it holds moved messages (a new
+//     consumer on the subscription delivers the rest, each key in order,
+//     no forced release), and a producer process SIGKILLed after its
+//     markers went to a stopped old owner, before it released (a
+//     restarted producer and the consumer: nothing acknowledged lost,
+//     order kept, every hold ended); both run in a child process, the
+//     test binary again (TestChangeChild);
+//   - consumer.Update adding a cluster where the Retry topic is missing,
+//     with ReconsumeLater calls running: refused naming the cluster,
+//     nothing applied, the calls back within their ctx;
+//   - Close without a ctx deadline with a silent cluster added: within
+//     that cluster's operation timeout and keep-alive.
+//
+// A cluster that refuses a token needs a secure bed: e2e/security has
+// that spec.
 //
 // Each spec checks that no acknowledged message is lost, none is
 // delivered twice beyond the redeliveries the consumer counts, per-key

@@ -85,6 +85,22 @@ func keysN(prefix string, n int) []string {
 	return keys
 }
 
+// pause stops c's JVM (SIGSTOP) and returns what resumes it: once, by
+// the spec or at its end.
+func pause(c *testbed.Cluster) (resume func()) {
+	GinkgoHelper()
+	Expect(c.Pause()).To(Succeed())
+	resumed := false
+	resume = func() {
+		if !resumed {
+			resumed = true
+			Expect(c.Resume()).To(Succeed())
+		}
+	}
+	DeferCleanup(resume)
+	return resume
+}
+
 // clusters returns the bed's three clusters.
 func clusters() (a, b, c *testbed.Cluster) {
 	cs := bed.Clusters()

@@ -35,15 +35,7 @@ var _ = Describe("the old owner stopped (SIGSTOP) during a hand-over", func() {
 			Eventually(snd.count).WithTimeout(sendBound).Should(BeNumerically(">=", 2*len(keys)))
 
 			By("stopping " + b.Name + "'s JVM, then draining it")
-			Expect(b.Pause()).To(Succeed())
-			resumed := false
-			resume := func() {
-				if !resumed {
-					resumed = true
-					Expect(b.Resume()).To(Succeed())
-				}
-			}
-			DeferCleanup(resume)
+			resume := pause(b)
 			stopped := time.Now()
 			took, err := within(ctx, updateBound, func(ctx context.Context) error { return p.Update(ctx, drainedTopo) })
 			GinkgoWriter.Printf("Update took %s: %v\n", took.Round(time.Millisecond), err)

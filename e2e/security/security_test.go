@@ -249,6 +249,8 @@ var _ = Describe("secure clusters", Ordered, func() { // the restart spec runs l
 			Expect(logs.String()).NotTo(ContainSubstring(tok))
 		}
 	}, SpecTimeout(3*time.Minute))
+	It("an Update adding a cluster whose token is refused names it, and the other cluster keeps working", addBadToken, SpecTimeout(3*time.Minute))
+
 	It("serve again after a restart, with the same certificates and tokens", func(ctx SpecContext) {
 		c := bed.Clusters()[0]
 		url := c.ServiceURL
