@@ -82,6 +82,9 @@ type Release struct {
 	Origin    router.Origin // the origin given up on
 	Reason    string        // "no progress" or "unknown cluster"
 	Messages  int           // delivered by the release
+	// Held is how long the queue's head was held, from its receipt (0
+	// for an origin on a cluster not known).
+	Held time.Duration
 }
 
 // Stats counts what the reader did.

@@ -82,7 +82,7 @@ func (r *Reader) readable(qk queueKey, h *held) {
 			from = append(from, o)
 			continue
 		}
-		r.report(qk, h, o, "unknown cluster", 1)
+		r.report(qk, h, o, "unknown cluster", 1, 0)
 		h.unread = true
 	}
 	h.tag.From = from
@@ -178,7 +178,9 @@ func (r *Reader) advance(pk partKey) {
 			e := p.pending[0]
 			p.pending[0] = nil
 			p.pending = p.pending[1:]
-			p.frontier, p.seen, moved = e.pos, true, true
+			if !p.seen || e.pos.Compare(p.frontier) > 0 { // a redelivery does not lower it
+				p.frontier, p.seen, moved = e.pos, true, true
+			}
 			if e.marker != nil {
 				if c := r.consumers[k]; c != nil && c.AckID(e.marker) == nil {
 					r.stats.MarkersAcked++
@@ -282,7 +284,7 @@ func (r *Reader) tick(now time.Time) {
 		}
 		for i, q := range qs {
 			n := r.release(q, true)
-			r.report(q.key, heads[i], origins[i], "no progress", n)
+			r.report(q.key, heads[i], origins[i], "no progress", n, now.Sub(heads[i].d.ReceivedAt))
 			if n > 0 {
 				r.advance(q.key.partKey)
 			}
@@ -290,12 +292,12 @@ func (r *Reader) tick(now time.Time) {
 	}
 }
 
-func (r *Reader) report(qk queueKey, h *held, o router.Origin, reason string, n int) {
+func (r *Reader) report(qk queueKey, h *held, o router.Origin, reason string, n int, age time.Duration) {
 	if r.opts.Released == nil {
 		return
 	}
 	r.opts.Released(Release{
 		Cluster: qk.cluster, Partition: qk.partition, Slot: qk.slot,
-		Producer: h.tag.Producer, Epoch: h.tag.Epoch, Origin: o, Reason: reason, Messages: n,
+		Producer: h.tag.Producer, Epoch: h.tag.Epoch, Origin: o, Reason: reason, Messages: n, Held: age,
 	})
 }

@@ -241,7 +241,7 @@ func TestSilentOriginIsForcedAfterHoldTimeout(t *testing.T) {
 	b.put("B", 0, "k", moved(read)) // behind, with an origin of its own
 	b.put("D", 0, "y", nil)
 
-	t0 := time.Unix(0, 0)
+	t0 := time.Now()
 	b.r.tick(t0)
 	b.r.tick(t0.Add(timeout - 1))
 	require.Equal(t, []string{"A/0/1 x", "D/0/1 y"}, b.got)
@@ -249,6 +249,8 @@ func TestSilentOriginIsForcedAfterHoldTimeout(t *testing.T) {
 	require.Equal(t, []string{"A/0/1 x", "D/0/1 y", "B/0/1 k", "B/0/2 k"}, b.got,
 		"the queue up to the message whose other origin has not passed")
 	require.Len(t, b.released, 1)
+	require.GreaterOrEqual(t, b.released[0].Held, timeout, "from the head's receipt, before t0")
+	b.released[0].Held = 0
 	require.Equal(t, Release{Cluster: "B", Partition: 0, Slot: router.Slot(router.Hash("k")), Producer: 1, Epoch: 1,
 		Origin: silent, Reason: "no progress", Messages: 2}, b.released[0])
 	require.Equal(t, int64(2), b.r.Stats().Forced)
@@ -272,6 +274,17 @@ func TestOriginOnAPartitionNotReadIsForcedAfterHoldTimeout(t *testing.T) {
 	b.r.tick(t0.Add(timeout))
 	require.Equal(t, []string{"B/0/1 k"}, b.got)
 	require.Equal(t, "no progress", b.released[0].Reason)
+}
+
+func TestRedeliveryDoesNotLowerTheFrontier(t *testing.T) {
+	b := newBench(t, 100, "A", "B")
+	b.put("A", 0, "x", nil)
+	b.put("A", 0, "x", nil)
+	id := fakeID{ledger: 7, entry: 1}
+	b.r.receive(partKey{"A", 0}, fakeMsg{id: id, key: "x"}) // entry 1 again
+	require.Equal(t, router.Position{Ledger: 7, Entry: 2}, b.r.parts[partKey{"A", 0}].frontier)
+	b.put("B", 0, "k", moved(at("A", 0, 2)))
+	require.Equal(t, "B/0/1 k", b.got[3], "its origin has passed")
 }
 
 func TestMarkerAckedOnlyWithinTheFrontier(t *testing.T) {
