@@ -188,7 +188,7 @@ var _ = Describe("a hand-over written by the SPEC on plain pulsar-client-go", fu
 
 			suite.Step("read " + c + " first, then " + a + " and " + b)
 			col := &collector{}
-			r := newSpecReaderOf(ctx, cs, topic, "spec", failover, col, holdTimeout, a, b)
+			r := newSpecReaderOf(ctx, cs, topic, "spec", failover, col, holdTimeout, 1<<20, a, b)
 			heldAll(ctx, r, col, c, w.on[c])
 			Expect(r.Subscribe(ctx, a)).To(Succeed())
 			Expect(r.Subscribe(ctx, b)).To(Succeed())
@@ -224,6 +224,45 @@ var _ = Describe("a hand-over written by the SPEC on plain pulsar-client-go", fu
 		Expect(r2.Subscribe(ctx, b)).To(Succeed())
 		checkRead(ctx, w, r2, col)
 		Expect(first.count()).To(BeZero())
+	})
+
+	It("is read in order from its backlog with a HoldLimit far below the messages moved: the partitions that hold are stopped, none released by force", func(sctx SpecContext) {
+		ctx, cancel := context.WithTimeout(sctx, holdTimeout)
+		defer cancel()
+		cs := suite.Bed.Clusters()[:3]
+		a, b, c := cs[0].Name, cs[1].Name, cs[2].Name
+		topic, clients, keys := specTopic(ctx, cs, specParts)
+		w := handOver(ctx, clients, topic, keys, newPlacement(evenly(specParts, a, b)),
+			newPlacement(evenly(specParts, a, b, c)), func() {})
+		const limit = 8
+		// The bound on what a reader holds: HoldLimit, plus one message
+		// per partition taken as the partition stops.
+		bound := limit + len(cs)*specParts
+		Expect(w.on[c]).To(BeNumerically(">", 10*bound))
+
+		suite.Step(fmt.Sprintf("a SPEC reader with HoldLimit %d reads %s first: each of its partitions stops", limit, c))
+		col := &collector{}
+		r := newSpecReaderOf(ctx, cs, topic, "spec", false, col, holdTimeout, limit, a, b)
+		Eventually(func() int64 { return r.Stats().Stops }).WithContext(ctx).Should(BeNumerically(">=", specParts))
+		st := r.Stats()
+		GinkgoWriter.Printf("%s alone: %d of its %d messages received, %d held, %d stops\n", c, st.Received, w.on[c], r.HeldNow(), st.Stops)
+		Expect(st.Received).To(BeNumerically("<=", limit+specParts), "nothing is taken from a stopped partition")
+		Expect(col.count()).To(BeZero(), "every message of %s waits for its origin", c)
+		Expect(r.Subscribe(ctx, a)).To(Succeed())
+		Expect(r.Subscribe(ctx, b)).To(Succeed())
+		naive := checkRead(ctx, w, r, col)
+		Expect(naive.Reordered).To(BeNumerically(">", 0), "a reader that does not hold reorders the same receipts")
+		Expect(r.Stats().MaxHeld).To(BeNumerically("<=", bound))
+
+		// New subscribes in the order of the clusters: c first, so that
+		// its partitions are likely read ahead of the origins.
+		suite.Step(fmt.Sprintf("a SPEC reader with HoldLimit %d subscribes %s, then %s and %s at once", limit, c, a, b))
+		all := &collector{}
+		r2 := newSpecReaderOf(ctx, []*testbed.Cluster{cs[2], cs[0], cs[1]}, topic, "spec-all", false, all, holdTimeout, limit)
+		checkRead(ctx, w, r2, all)
+		st = r2.Stats()
+		GinkgoWriter.Printf("every cluster at once: %d stops\n", st.Stops)
+		Expect(st.MaxHeld).To(BeNumerically("<=", bound))
 	})
 
 	It("keeps order across partition growth on one cluster, read live: the new partitions found by discovery", func(sctx SpecContext) {
@@ -279,21 +318,22 @@ func heldAll(ctx context.Context, r *specreader.Reader, col *collector, c string
 }
 
 // newSpecReader subscribes a SPEC reader to topic on cs, but for the
-// deferred clusters, delivering to col, with hold as its HoldTimeout; it
-// is closed when the spec ends.
+// deferred clusters, delivering to col, with hold as its HoldTimeout and
+// a HoldLimit it does not reach; it is closed when the spec ends.
 func newSpecReader(ctx context.Context, cs []*testbed.Cluster, topic, sub string, col *collector, hold time.Duration,
 	deferred ...string) *specreader.Reader {
-	return newSpecReaderOf(ctx, cs, topic, sub, false, col, hold, deferred...)
+	return newSpecReaderOf(ctx, cs, topic, sub, false, col, hold, 1<<20, deferred...)
 }
 
 // newSpecReaderOf is newSpecReader with a Failover subscription when
-// failover is true (one consumer name on every cluster).
+// failover is true (one consumer name on every cluster), and limit as
+// its HoldLimit.
 func newSpecReaderOf(ctx context.Context, cs []*testbed.Cluster, topic, sub string, failover bool, col *collector, hold time.Duration,
-	deferred ...string) *specreader.Reader {
+	limit int, deferred ...string) *specreader.Reader {
 	r, err := specreader.New(ctx, specreader.Options{
 		Clusters: readerClusters(cs), Topic: topic, Subscription: sub, Deferred: deferred,
 		Failover: failover, ConsumerName: "spec-reader",
-		HoldTimeout: hold, HoldLimit: 1 << 20, Deliver: col.deliver, Released: col.release,
+		HoldTimeout: hold, HoldLimit: limit, Deliver: col.deliver, Released: col.release,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(r.Close)

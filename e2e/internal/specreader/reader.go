@@ -34,8 +34,11 @@ type Options struct {
 	// but subscribes only when Subscribe is called: a reader that starts
 	// reading a cluster late.
 	Deferred []string
-	// HoldTimeout releases a hold older than it; HoldLimit releases the
-	// oldest hold when more messages than it are held (section 6.3).
+	// HoldLimit is the reader's bound on messages held: when they reach
+	// it, each partition that holds messages is stopped (not read) until
+	// it holds none. HoldTimeout releases by force the holds whose origin
+	// makes no progress: its partition has held nothing and kept its
+	// delivered frontier for HoldTimeout (section 6.3).
 	HoldTimeout time.Duration
 	HoldLimit   int
 	// PartitionDiscovery is how often the reader looks for new
@@ -44,8 +47,8 @@ type Options struct {
 	// Deliver gets every delivered message, serially under the reader's
 	// lock: it must not block nor call the Reader.
 	Deliver func(Delivery)
-	// Released, when set, gets every forced release and every release at
-	// once for an origin the reader cannot read, under the same lock.
+	// Released, when set, gets every forced release and every origin
+	// on a cluster the reader does not know, under the same lock.
 	Released func(Release)
 }
 
@@ -68,16 +71,20 @@ type Delivery struct {
 	Held, Forced bool
 }
 
-// Release reports a hold released without its origin passed.
+// Release reports an origin the reader gave up on: a hold released
+// without it passed.
 type Release struct {
 	Cluster   string // of the hold queue
 	Partition int32
 	Slot      int
 	Producer  uint64
 	Epoch     uint64
-	Origin    router.Origin // the first origin not passed
-	Reason    string        // "time", "memory" or "unknown cluster"
+	Origin    router.Origin // the origin given up on
+	Reason    string        // "no progress" or "unknown cluster"
 	Messages  int           // delivered by the release
+	// Held is how long the queue's head was held, from its receipt (0
+	// for an origin on a cluster not known).
+	Held time.Duration
 }
 
 // Stats counts what the reader did.
@@ -88,6 +95,7 @@ type Stats struct {
 	MarkersAcked int64
 	Held         int64 // messages that waited in a hold queue
 	MaxHeld      int   // the most held at once
+	Stops        int64 // times a partition was stopped at HoldLimit
 	Forced       int64 // messages delivered by a forced release
 	Unordered    int64 // moved messages marked keyroute-unordered
 	BadTags      int64 // messages whose keyroute- properties do not parse
@@ -114,24 +122,40 @@ type entry struct {
 	marker pulsar.MessageID // acknowledged when the frontier passes it
 }
 
+// part is a partition read, or one that origins name.
 type part struct {
 	frontier router.Position
 	seen     bool     // frontier is set
 	pending  []*entry // received, not yet within the frontier, in order
+	// givenUp is the last origin on the partition given up on (see
+	// tick): origins at or before it pass.
+	givenUp router.Position
+	gaveUp  bool // givenUp is set
+	// resume is nil while the partition is read; while it is stopped
+	// (see hold), its reader waits for it to close.
+	resume chan struct{}
+}
+
+// progress is what tick last saw of a partition that queues wait on.
+type progress struct {
+	at       time.Time
+	frontier router.Position
+	seen     bool
 }
 
 type held struct {
-	e   *entry
-	d   Delivery
-	id  pulsar.MessageID
-	tag router.Tag
+	e      *entry
+	d      Delivery
+	id     pulsar.MessageID
+	tag    router.Tag // its origins on clusters not known dropped
+	unread bool       // an origin on a cluster not known was dropped
 }
 
+// queue is the hold queue of one partition and slot.
 type queue struct {
 	key     queueKey
 	items   []*held
-	since   time.Time // when its head was held
-	waiting bool      // registered in Reader.waiting
+	waiting bool // registered in Reader.waiting
 }
 
 // Reader reads one subscription of a topic on every cluster it knows.
@@ -150,6 +174,7 @@ type Reader struct {
 	parts      map[partKey]*part
 	queues     map[queueKey]*queue
 	waiting    map[partKey][]*queue // queues whose head waits on that partition
+	progress   map[partKey]progress // of the partitions in waiting (see tick)
 	nheld      int
 	seq        int64
 	stats      Stats
@@ -171,7 +196,7 @@ func New(ctx context.Context, o Options) (*Reader, error) {
 	r := &Reader{
 		opts: o, known: map[string]bool{}, clients: map[string]pulsar.Client{},
 		subscribed: map[string]bool{}, consumers: map[partKey]pulsar.Consumer{}, parts: map[partKey]*part{},
-		queues: map[queueKey]*queue{}, waiting: map[partKey][]*queue{},
+		queues: map[queueKey]*queue{}, waiting: map[partKey][]*queue{}, progress: map[partKey]progress{},
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for _, c := range o.Clusters {
@@ -301,19 +326,27 @@ func (r *Reader) discover(name string, cl pulsar.Client) {
 }
 
 // read takes cons's messages, those of partition pk, in the order
-// pulsar-client-go gives them.
+// pulsar-client-go gives them, one at a time, and none while pk is
+// stopped: they wait in cons's receive queue and on the broker.
 func (r *Reader) read(pk partKey, cons pulsar.Consumer) {
 	defer r.wg.Done()
 	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case cm, ok := <-cons.Chan():
-			if !ok {
+		r.mu.Lock()
+		stopped := r.part(pk).resume
+		r.mu.Unlock()
+		if stopped != nil {
+			select {
+			case <-r.ctx.Done():
 				return
+			case <-stopped:
+				continue
 			}
-			r.receive(pk, cm.Message)
 		}
+		m, err := cons.Receive(r.ctx)
+		if err != nil { // the reader closes
+			return
+		}
+		r.receive(pk, m)
 	}
 }
 
@@ -350,7 +383,7 @@ func (r *Reader) Close() {
 	})
 }
 
-// bound releases holds older than HoldTimeout.
+// bound releases the holds whose origin makes no progress (see tick).
 func (r *Reader) bound() {
 	defer r.wg.Done()
 	t := time.NewTicker(max(r.opts.HoldTimeout/8, time.Millisecond))
@@ -361,11 +394,7 @@ func (r *Reader) bound() {
 			return
 		case now := <-t.C:
 			r.mu.Lock()
-			for _, q := range r.queues {
-				if now.Sub(q.since) >= r.opts.HoldTimeout {
-					r.force(q, "time")
-				}
-			}
+			r.tick(now)
 			r.mu.Unlock()
 		}
 	}
